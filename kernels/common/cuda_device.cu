@@ -1,0 +1,107 @@
+#include <cuda_runtime.h>
+
+#include <fstream>
+#include <thread>
+
+#include "moe/cuda_device.hpp"
+#include "moe/error.hpp"
+
+namespace moe {
+
+void cuda_check(int err, const char* what) {
+  if (err == cudaSuccess) return;
+  const auto e = static_cast<cudaError_t>(err);
+  throw Error(std::string(what) + " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear it: no driver is not an error for the caller
+    return 0;
+  }
+  return n;
+}
+
+DeviceInfo cuda_device_info(int ordinal) {
+  cudaDeviceProp p{};
+  cuda_check(cudaGetDeviceProperties(&p, ordinal), "cudaGetDeviceProperties");
+  DeviceInfo d;
+  d.backend = Backend::cuda;
+  d.name = p.name;
+  d.ordinal = ordinal;
+  d.sm_count = p.multiProcessorCount;
+  d.cc_major = p.major;
+  d.cc_minor = p.minor;
+  d.smem_optin = p.sharedMemPerBlockOptin;
+  d.l2_bytes = static_cast<std::size_t>(p.l2CacheSize);
+  d.mem_bytes = p.totalGlobalMem;
+  return d;
+}
+
+CudaClocks cuda_clocks(int ordinal) {
+  CudaClocks c;
+  cudaDeviceGetAttribute(&c.sm_khz, cudaDevAttrClockRate, ordinal);
+  cudaDeviceGetAttribute(&c.mem_khz, cudaDevAttrMemoryClockRate, ordinal);
+  cudaDeviceGetAttribute(&c.mem_bus_bits, cudaDevAttrGlobalMemoryBusWidth, ordinal);
+  cudaGetLastError();
+  return c;
+}
+
+static std::string version_str(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+
+std::string cuda_driver_version() {
+  int v = 0;
+  if (cudaDriverGetVersion(&v) != cudaSuccess || v == 0) return "none";
+  return version_str(v);
+}
+
+std::string cuda_runtime_version() {
+  int v = 0;
+  cudaRuntimeGetVersion(&v);
+  return version_str(v);
+}
+
+void require_cuda_device(int ordinal) {
+  const int n = cuda_device_count();
+  if (n == 0)
+    throw Error("no CUDA device is visible (driver " + cuda_driver_version() +
+                "): run on a machine with an NVIDIA GPU, check CUDA_VISIBLE_DEVICES, or use --backend cpu");
+  if (ordinal < 0 || ordinal >= n)
+    throw Error("CUDA device " + std::to_string(ordinal) + " does not exist: " + std::to_string(n) +
+                " visible (0.." + std::to_string(n - 1) + ")");
+}
+
+DeviceInfo cpu_device_info(int threads) {
+  DeviceInfo d;
+  d.backend = Backend::cpu;
+  d.threads = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  std::string model = "unknown";
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  d.name = "cpu: " + model;
+  return d;
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : n_(bytes) {
+  if (bytes) cuda_check(cudaMalloc(&p_, bytes), "cudaMalloc");
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (p_) cudaFree(p_);
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (p_) cudaFree(p_);
+    p_ = o.p_, n_ = o.n_;
+    o.p_ = nullptr, o.n_ = 0;
+  }
+  return *this;
+}
+
+}  // namespace moe

@@ -1,0 +1,122 @@
+#pragma once
+// A kernel family described once, as data: its problem and config parameters, its tensors,
+// how to make inputs, its reference, validation and cost, and one entry per backend.
+// Every command (list, run, sweep, lookup) works from this description alone.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "moe/params.hpp"
+#include "moe/tensor.hpp"
+
+namespace moe {
+
+enum class Backend { cpu, cuda };
+std::string_view backend_name(Backend b);
+Backend parse_backend(std::string_view s);
+
+// What a backend's space and default may depend on.
+struct DeviceInfo {
+  Backend backend = Backend::cpu;
+  std::string name;           // "NVIDIA H200", "cpu: <model>"
+  int ordinal = 0;
+  int sm_count = 0;           // cuda
+  int cc_major = 0, cc_minor = 0;
+  std::size_t smem_optin = 0;  // max dynamic shared memory per block
+  std::size_t l2_bytes = 0;
+  std::size_t mem_bytes = 0;
+  int threads = 1;  // cpu: worker threads
+};
+
+struct LaunchContext {
+  void* stream = nullptr;  // cudaStream_t on the cuda backend
+  int threads = 1;         // cpu backend
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+};
+
+// A shape dimension of -1 is set by the data (rows after dispatch depend on the routing).
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::f32;
+  Shape shape;
+  std::string help;
+};
+
+struct InputOptions {
+  std::string dist = "uniform";  // uniform | zipf | replay
+  double zipf_s = 1.2;
+  std::uint64_t seed = 0;
+  // Captured routing to replay (logits [N,E] or ids [N,k]); rows are reused cyclically.
+  const Tensor* replay = nullptr;
+};
+
+struct Check {
+  std::string tensor;
+  bool ok = true;
+  double max_abs = 0, max_rel = 0, rel_l2 = 0, tolerance = 0;
+  std::int64_t mismatches = 0, nans = 0, unwritten = 0;
+  std::string detail;  // first offending element, for the user
+};
+
+struct Validation {
+  bool ok = true;
+  std::vector<Check> checks;
+  std::string summary() const;
+};
+
+struct Cost {
+  double bytes = 0;  // fewest bytes the call must move through memory
+  double flops = 0;
+};
+
+struct BackendImpl {
+  Backend backend = Backend::cpu;
+  std::vector<ParamSpec> config_params;
+  // Every valid config for the problem on this device; `full` widens the curated default space.
+  std::function<std::vector<Params>(const Params& problem, const DeviceInfo&, bool full)> space;
+  // A config that is never bad for the problem; must be valid.
+  std::function<Params(const Params& problem, const DeviceInfo&)> default_config;
+  // Explains why a config is invalid for a problem (empty when valid).
+  std::function<std::string(const Params& problem, const Params& config, const DeviceInfo&)> invalid_reason;
+  std::function<std::size_t(const Params& problem, const Params& config)> workspace_bytes;
+  std::function<void(const Params& problem, const Params& config, const RefMap& in,
+                     const RefMap& out, const LaunchContext&)>
+      run;
+};
+
+struct FamilyDesc {
+  std::string name;
+  std::string summary;
+  std::vector<ParamSpec> problem_params;  // always includes "tokens" and "dtype"
+  std::function<void(const Params&)> check_problem;  // throws Error saying what is wrong
+  std::function<std::vector<TensorSpec>(const Params&)> input_specs;
+  // Fills every input not already present (the user may have given some as .npy),
+  // deriving from the given ones where they constrain the rest.
+  std::function<void(const Params&, const InputOptions&, TensorMap&)> make_inputs;
+  std::function<std::vector<TensorSpec>(const Params&, const TensorMap& inputs)> output_specs;
+  std::function<void(const Params&, const TensorMap& in, TensorMap& out)> reference;
+  std::function<Validation(const Params&, const TensorMap& in, const TensorMap& got,
+                           const TensorMap& ref)>
+      validate;
+  std::function<Cost(const Params&, const TensorMap& in)> cost;
+  std::vector<BackendImpl> backends;
+
+  const BackendImpl* backend(Backend b) const;
+  const BackendImpl& need_backend(Backend b) const;  // Error when the family lacks it
+  const ParamSpec* problem_param(const std::string& n) const;
+};
+
+// Every family, in pipeline order. Adding a family means adding it here (kernels/), not in app/.
+const std::vector<const FamilyDesc*>& families();
+const FamilyDesc& family(const std::string& name);  // Error listing the known names
+
+// Helpers every family uses; defined in kernels/common.
+// Checks inputs against specs (dtype, rank, fixed dims) and allocates outputs.
+void check_tensors(const std::string& family, const std::vector<TensorSpec>& specs,
+                   const TensorMap& m, const std::string& what);
+TensorMap allocate(const std::vector<TensorSpec>& specs);
+
+}  // namespace moe

@@ -1,0 +1,41 @@
+#pragma once
+// One problem made concrete: inputs, the reference outputs and the cost; then running any
+// config of any backend on it with poisoned outputs and validating the result. The run
+// command, the sweep's validation gate and the tests all go through here.
+#include <string>
+
+#include "moe/family.hpp"
+
+namespace moe::tuner {
+
+struct Prepared {
+  const FamilyDesc* family = nullptr;
+  Params problem;  // complete: every problem parameter set
+  TensorMap inputs;
+  std::vector<TensorSpec> output_specs;
+  TensorMap reference;
+  Cost cost;
+};
+
+// `given` holds inputs the user supplied (.npy); the family makes the rest.
+Prepared prepare(const FamilyDesc& f, const Params& problem, const InputOptions& opt, TensorMap given = {});
+
+struct Outcome {
+  TensorMap outputs;
+  Validation validation;
+};
+
+// Checks the config is complete and valid for the problem (Error otherwise) and returns it completed.
+Params complete_config(const FamilyDesc& f, Backend b, const Params& problem, const Params& config,
+                       const DeviceInfo& dev);
+
+// Host execution on the cpu backend: outputs poisoned, run, validated against the reference.
+Outcome run_cpu(const Prepared& p, const Params& config, int threads);
+
+// Device execution: inputs copied to device `dev.ordinal`, outputs poisoned there, one run,
+// synchronised, copied back and validated. Errors (no device, launch failure) throw.
+Outcome run_cuda(const Prepared& p, const Params& config, const DeviceInfo& dev);
+
+Outcome run_backend(const Prepared& p, Backend b, const Params& config, const DeviceInfo& dev);
+
+}  // namespace moe::tuner

@@ -1,0 +1,5 @@
+#include "tuner/version.hpp"
+
+namespace moe::tuner {
+std::string version_string() { return std::string(MOEBENCH_VERSION) + "+" + MOEBENCH_GIT; }
+}  // namespace moe::tuner

@@ -1,0 +1,7 @@
+#pragma once
+#include <string>
+
+namespace moe::tuner {
+// "0.1.0+<git>": what results and journals record as the binary that made them.
+std::string version_string();
+}  // namespace moe::tuner
