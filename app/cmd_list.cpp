@@ -1,0 +1,41 @@
+#include <fmt/format.h>
+
+#include "app/commands.hpp"
+#include "moe/family.hpp"
+#include "tuner/models.hpp"
+
+namespace moe::app {
+
+static std::string spec_line(const ParamSpec& s) {
+  std::string allowed;
+  if (!s.choices.empty()) {
+    for (std::size_t i = 0; i < s.choices.size(); ++i) allowed += (i ? "|" : "") + s.choices[i];
+  } else if (s.kind == ParamKind::Bool) {
+    allowed = "0|1";
+  } else if (s.kind == ParamKind::Int && (s.min != INT64_MIN || s.max != INT64_MAX)) {
+    allowed = fmt::format("{}..{}", s.min, s.max);
+  }
+  return fmt::format("    {:<14} {:<10} {:<22} {}", s.name, value_str(s.default_value), allowed, s.help);
+}
+
+void add_list_command(CLI::App& root) {
+  auto* cmd = root.add_subcommand("list", "kernel families with their problem and config parameters; model presets");
+  cmd->callback([] {
+    for (const FamilyDesc* f : families()) {
+      fmt::print("{}: {}\n  problem parameters (name, default, allowed, meaning):\n", f->name, f->summary);
+      for (auto& s : f->problem_params) fmt::print("{}\n", spec_line(s));
+      for (auto& b : f->backends) {
+        fmt::print("  {} config parameters:\n", backend_name(b.backend));
+        for (auto& s : b.config_params) fmt::print("{}\n", spec_line(s));
+      }
+      fmt::print("\n");
+    }
+    fmt::print("model presets ({}):\n", tuner::models_dir());
+    for (auto& name : tuner::model_names()) {
+      const Params m = tuner::load_model(name);
+      fmt::print("  {:<18} {}\n", name, m.str());
+    }
+  });
+}
+
+}  // namespace moe::app
