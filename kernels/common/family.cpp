@@ -3,6 +3,7 @@
 #include "combine/family.hpp"
 #include "dispatch/family.hpp"
 #include "gmm/family.hpp"
+#include "layer/family.hpp"
 #include "moe/error.hpp"
 #include "router/family.hpp"
 
@@ -18,7 +19,7 @@ Backend parse_backend(std::string_view s) {
 
 const std::vector<const FamilyDesc*>& families() {
   static const std::vector<const FamilyDesc*> all = {&router_family(), &dispatch_family(), &gmm_family(),
-                                                     &combine_family()};
+                                                     &combine_family(), &layer_family()};
   return all;
 }
 

@@ -81,7 +81,8 @@ Value parse_value(const ParamSpec& spec, const std::string& text) {
       else if (text == "0" || text == "false" || text == "no" || text == "off") v = std::int64_t{0};
       else throw bad("a boolean (0/1/true/false)");
       break;
-    case ParamKind::Choice: v = text; break;
+    case ParamKind::Choice:
+    case ParamKind::Text: v = text; break;
   }
   check_value(spec, v);
   return v;
@@ -103,6 +104,10 @@ void check_value(const ParamSpec& spec, const Value& v) {
     case ParamKind::Float:
       if (!std::get_if<double>(&v) && !std::get_if<std::int64_t>(&v))
         throw Error("parameter '" + spec.name + "' must be a number, got '" + value_str(v) + "'");
+      break;
+    case ParamKind::Text:
+      if (!std::get_if<std::string>(&v))
+        throw Error("parameter '" + spec.name + "' must be text, got '" + value_str(v) + "'");
       break;
     case ParamKind::Choice: {
       auto p = std::get_if<std::string>(&v);
