@@ -380,6 +380,11 @@ Tensor read_npy(const std::string& path) {
 }
 
 void write_npy(const std::string& path, const Tensor& t) {
+  // A default-constructed Tensor has shape () but no bytes; writing it would make a file no
+  // reader accepts.
+  if (t.nbytes() != static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()))
+    fail(path, "cannot write a tensor without data (shape " + shape_str(t.shape()) + ", " +
+                   std::to_string(t.nbytes()) + " bytes)");
   std::string header = "{'descr': '" + npy_descr(t.dtype()) + "', 'fortran_order': False, 'shape': (";
   for (std::size_t i = 0; i < t.shape().size(); ++i) header += (i ? ", " : "") + std::to_string(t.shape()[i]);
   if (t.shape().size() == 1) header += ",";
