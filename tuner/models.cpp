@@ -135,6 +135,8 @@ class HfConfig {
   explicit HfConfig(const std::string& path) : path_(path), root_(parse_json_file(path, "Hugging Face config")) {
     if (root_.contains("text_config") && root_.at("text_config").is_object()) text_ = &root_.at("text_config");
   }
+  HfConfig(const HfConfig&) = delete;  // text_ points into root_
+  HfConfig& operator=(const HfConfig&) = delete;
 
   // The first of `names` present (and not null), in text_config first, then at the top level.
   const json* find(std::initializer_list<const char*> names, std::string* found = nullptr) const {
