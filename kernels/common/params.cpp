@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "moe/error.hpp"
@@ -11,10 +13,13 @@ namespace moe {
 std::string value_str(const Value& v) {
   if (auto p = std::get_if<std::int64_t>(&v)) return std::to_string(*p);
   if (auto p = std::get_if<double>(&v)) {
-    std::ostringstream os;
-    os.precision(17);
-    os << *p;
-    return os.str();
+    // Shortest text that reads back as the same double: keys and tables stay readable.
+    char buf[32];
+    for (int prec = 6; prec <= 17; ++prec) {
+      std::snprintf(buf, sizeof buf, "%.*g", prec, *p);
+      if (std::strtod(buf, nullptr) == *p) break;
+    }
+    return buf;
   }
   return std::get<std::string>(v);
 }
