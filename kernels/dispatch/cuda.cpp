@@ -46,16 +46,18 @@ std::string aligner_invalid(const DispatchSpec& s, const Params& c, const Device
     if (s.slots() > kSingleMaxSlots)
       return std::to_string(s.slots()) + " slots are too many for one CTA (at most " +
              std::to_string(kSingleMaxSlots) + "): use aligner=multi";
-    if (single_smem_bytes(static_cast<int>(th), s.local()) > smem_limit(dev))
-      return "the single-CTA aligner needs " + std::to_string(single_smem_bytes(static_cast<int>(th), s.local())) +
+    const std::size_t smem = single_smem_bytes(static_cast<int>(th), s.local(), s.slots());
+    if (smem > smem_limit(dev))
+      return "the single-CTA aligner needs " + std::to_string(smem) +
              " bytes of shared memory for " + std::to_string(s.local()) + " experts, the device has " +
              std::to_string(smem_limit(dev)) + ": use fewer align_threads or aligner=multi";
     return "";
   }
   if (!one_of(th, kMultiThreads)) return "the multi-CTA aligner is built for align_threads " + list(kMultiThreads);
   if (!one_of(c.i("align_chunk"), kMultiChunks)) return "align_chunk must be one of " + list(kMultiChunks);
-  if (multi_smem_bytes(static_cast<int>(th), s.local()) > smem_limit(dev))
-    return "the multi-CTA aligner needs " + std::to_string(multi_smem_bytes(static_cast<int>(th), s.local())) +
+  const std::size_t smem = multi_smem_bytes(static_cast<int>(th), s.local(), static_cast<int>(c.i("align_chunk")));
+  if (smem > smem_limit(dev))
+    return "the multi-CTA aligner needs " + std::to_string(smem) +
            " bytes of shared memory for " + std::to_string(s.local()) + " experts, the device has " +
            std::to_string(smem_limit(dev));
   return "";
@@ -63,6 +65,7 @@ std::string aligner_invalid(const DispatchSpec& s, const Params& c, const Device
 
 std::string gather_invalid(const DispatchSpec& s, const Params& c) {
   const std::int64_t th = c.i("threads"), rows = c.i("rows"), vec = c.i("vec");
+  if (c.s("order") != "row" && c.s("order") != "token") return "order must be row or token";
   if (!one_of(th, kGatherThreads)) return "threads must be one of " + list(kGatherThreads);
   if (!one_of(rows, kGatherRows)) return "rows must be one of " + list(kGatherRows);
   if (th / rows < 32) return "threads/rows must leave a warp per row";
@@ -86,17 +89,20 @@ std::int64_t widest_vec(const DispatchSpec& s) {
   return 1;  // odd byte rows cannot happen: every dtype is at least 2 bytes
 }
 
-Params make(const std::string& aligner, std::int64_t at, std::int64_t chunk, std::int64_t th, std::int64_t rows,
-            std::int64_t vec, std::int64_t unroll) {
-  return Params{{"aligner", aligner}, {"align_threads", at}, {"align_chunk", chunk}, {"threads", th},
-                {"rows", rows},       {"vec", vec},          {"unroll", unroll}};
+Params make(const std::string& aligner, std::int64_t at, std::int64_t chunk, const std::string& order, std::int64_t th,
+            std::int64_t rows, std::int64_t vec, std::int64_t unroll) {
+  return Params{{"aligner", aligner}, {"align_threads", at}, {"align_chunk", chunk}, {"order", order},
+                {"threads", th},      {"rows", rows},        {"vec", vec},          {"unroll", unroll}};
 }
 
 Params default_config(const Params& problem, const DeviceInfo& dev) {
   const DispatchSpec s = DispatchSpec::parse(problem);
   const std::int64_t vec = widest_vec(s);
   const std::int64_t rows = row_bytes(s) <= 1024 ? 4 : 1;  // short rows: several per CTA
-  Params c = make("single", 1024, 2048, 256, rows, vec, 4);
+  // Once the routed copies outgrow the L2, reading each token once beats re-reading it per row.
+  const double l2 = dev.l2_bytes ? static_cast<double>(dev.l2_bytes) : 50e6;
+  const std::string order = static_cast<double>(s.slots()) * static_cast<double>(row_bytes(s)) > l2 ? "token" : "row";
+  Params c = make("single", 1024, 2048, order, 256, rows, vec, 4);
   if (s.slots() <= 4096 && aligner_invalid(s, c, dev).empty()) return c;
   c.set("aligner", std::string("multi")).set("align_threads", std::int64_t{256});
   c.set("align_chunk", std::int64_t{s.slots() <= 65536 ? 2048 : 8192});
@@ -108,27 +114,31 @@ std::vector<Params> space(const Params& problem, const DeviceInfo& dev, bool ful
   const DispatchSpec s = DispatchSpec::parse(problem);
   std::vector<Params> aligners;
   for (int th : kSingleThreads)
-    if (full || th == 1024) aligners.push_back(make("single", th, 2048, 0, 0, 0, 0));
+    if (full || th == 1024) aligners.push_back(make("single", th, 2048, "row", 0, 0, 0, 0));
   for (int th : kMultiThreads)
     for (int ch : kMultiChunks)
-      if (full || th == 256) aligners.push_back(make("multi", th, ch, 0, 0, 0, 0));
+      if (full || th == 256) aligners.push_back(make("multi", th, ch, "row", 0, 0, 0, 0));
+  // Narrower vectors than the widest valid one only lose; full keeps one step down.
+  const std::int64_t widest = widest_vec(s);
+  std::vector<Params> gathers;
+  for (const char* order : {"row", "token"})
+    for (int th : kGatherThreads)
+      for (int rows : kGatherRows)
+        for (int vec : kGatherVec)
+          for (int u : kGatherUnroll) {
+            if (!full && (rows == 2 || u != 4)) continue;
+            if (vec != widest && (!full || vec * 2 != widest)) continue;
+            gathers.push_back(make("", 0, 0, order, th, rows, vec, u));
+          }
   std::vector<Params> r;
   for (auto& a : aligners) {
     if (!aligner_invalid(s, a, dev).empty()) continue;
-    for (int th : kGatherThreads)
-      for (int rows : kGatherRows) {
-        if (!full && rows == 2) continue;
-        for (int vec : kGatherVec) {
-          if (!full && vec != widest_vec(s)) continue;
-          for (int u : kGatherUnroll) {
-            if (!full && u != 4) continue;
-            Params c = a;
-            c.set("threads", std::int64_t{th}).set("rows", std::int64_t{rows});
-            c.set("vec", std::int64_t{vec}).set("unroll", std::int64_t{u});
-            if (gather_invalid(s, c).empty()) r.push_back(c);
-          }
-        }
-      }
+    for (auto& g : gathers) {
+      if (!gather_invalid(s, g).empty()) continue;
+      Params c = g;
+      for (const char* k : {"aligner", "align_threads", "align_chunk"}) c.set(k, a.at(k));
+      r.push_back(c);
+    }
   }
   return r;
 }
@@ -166,7 +176,10 @@ void run(const Params& problem, const Params& c, const RefMap& in, const RefMap&
   g.slots = a.slots;
   g.K = static_cast<int>(s.K);
   g.row_bytes = row_bytes(s);
-  gather(g, static_cast<int>(c.i("threads")), static_cast<int>(c.i("rows")), static_cast<int>(c.i("vec")),
+  ScatterArgs by_token;
+  by_token.dst = a.dst;
+  by_token.T = s.T;
+  gather(g, by_token, c.s("order") == "token" ? 1 : 0, static_cast<int>(c.i("threads")), static_cast<int>(c.i("rows")), static_cast<int>(c.i("vec")),
          static_cast<int>(c.i("unroll")), ctx.stream);
 }
 
@@ -181,12 +194,18 @@ BackendImpl dispatch_cuda_backend() {
   aligner.default_value = std::string("multi");
   aligner.choices = {"single", "multi"};
   aligner.help = "single: one CTA does counts, offsets and maps (decode); multi: histogram, scan, stable scatter";
+  ParamSpec order = aligner;
+  order.name = "order";
+  order.default_value = std::string("row");
+  order.choices = {"row", "token"};
+  order.help = "gather by row (each row reads its token) or by token (each token read once, stored to its K rows)";
   b.config_params = {
       aligner,
       int_param("align_threads", 256, 32, 1024, "aligner threads per CTA (single: 512|1024, multi: 128|256)"),
       int_param("align_chunk", 2048, 32, 1 << 24, "multi aligner: slots per CTA (2048|8192; single ignores it)"),
+      order,
       int_param("threads", 256, 32, 1024, "gather threads per CTA (128|256|512)"),
-      int_param("rows", 1, 1, 64, "gather rows per CTA (1|2|4)"),
+      int_param("rows", 1, 1, 64, "gather rows (order=token: tokens) per CTA (1|2|4)"),
       int_param("vec", 16, 1, 16, "gather bytes per load/store (16|8|4|2; must divide the row)"),
       int_param("unroll", 4, 1, 16, "gather loads in flight per thread (1|4)"),
   };

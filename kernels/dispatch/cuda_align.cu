@@ -50,27 +50,37 @@ __device__ __forceinline__ int warp_inclusive_scan(int v) {
 
 __device__ __forceinline__ int padded(int n, int A) { return (n + A - 1) / A * A; }
 
-// This warp's count per expert over the slots [s0, s1); cnt is the warp's own row.
-__device__ void warp_count(const Dev& a, long long s0, long long s1, int* cnt) {
+// Local expert ids of the slots [s0, s1) into shared memory: one coalesced sweep with many
+// loads in flight, so the warp passes below never wait on global memory.
+template <int THREADS>
+__device__ void stage_ids(const Dev& a, long long s0, long long s1, short* le) {
+  for (long long f = s0 + threadIdx.x; f < s1; f += THREADS) le[f - s0] = static_cast<short>(local_of(a, f, s1));
+}
+
+// This warp's count per expert over the slots [s0, s1); le holds the staged ids from slot
+// `base` on; cnt is the warp's own row.
+__device__ void warp_count(const short* le, long long base, long long s0, long long s1, int* cnt) {
   const int lane = threadIdx.x & 31;
-  for (long long base = s0; base < s1; base += 32) {
-    const int le = local_of(a, base + lane, s1);
-    const unsigned peers = __match_any_sync(kFull, le);
-    if (le >= 0 && lane == __ffs(peers) - 1) cnt[le] += __popc(peers);
+  for (long long b = s0; b < s1; b += 32) {
+    const long long f = b + lane;
+    const int e = f < s1 ? le[f - base] : -1;
+    const unsigned peers = __match_any_sync(kFull, e);
+    if (e >= 0 && lane == __ffs(peers) - 1) cnt[e] += __popc(peers);
+    __syncwarp();  // the next round's leader of e may be another lane: make the sum visible
   }
 }
 
 // Replays [s0, s1): each routed slot takes its expert's next row, lanes of one expert in lane
 // order. next is the warp's own row of next-row-per-expert.
-__device__ void warp_place(const Dev& a, long long s0, long long s1, int* next) {
+__device__ void warp_place(const Dev& a, const short* le, long long base, long long s0, long long s1, int* next) {
   const int lane = threadIdx.x & 31;
   const unsigned below = (1u << lane) - 1u;
-  for (long long base = s0; base < s1; base += 32) {
-    const long long f = base + lane;
-    const int le = local_of(a, f, s1);
-    const unsigned peers = __match_any_sync(kFull, le);
-    if (le >= 0) {
-      const long long row = static_cast<long long>(next[le]) + __popc(peers & below);
+  for (long long b = s0; b < s1; b += 32) {
+    const long long f = b + lane;
+    const int e = f < s1 ? le[f - base] : -1;
+    const unsigned peers = __match_any_sync(kFull, e);
+    if (e >= 0) {
+      const long long row = static_cast<long long>(next[e]) + __popc(peers & below);
       const bool ok = row < a.rows;  // only a mis-sized output could fail this
       a.dst[f] = ok ? static_cast<int>(row) : -1;
       if (ok) a.src[row] = static_cast<int>(f);
@@ -78,7 +88,7 @@ __device__ void warp_place(const Dev& a, long long s0, long long s1, int* next) 
       a.dst[f] = -1;
     }
     __syncwarp();
-    if (le >= 0 && lane == __ffs(peers) - 1) next[le] += __popc(peers);
+    if (e >= 0 && lane == __ffs(peers) - 1) next[e] += __popc(peers);
     __syncwarp();
   }
 }
@@ -130,12 +140,14 @@ __global__ void __launch_bounds__(THREADS) align_single_kernel(Dev a) {
   int* pad = tot + El;           // [El]
   int* off = pad + El;           // [El + 1]
   int* scratch = off + El + 1;   // [NW + 1]
+  short* le = reinterpret_cast<short*>(scratch + NW + 1);  // [slots]
   const int tid = threadIdx.x, warp = tid >> 5;
   for (int i = tid; i < NW * El; i += THREADS) cnt[i] = 0;
+  stage_ids<THREADS>(a, 0, a.slots, le);
   __syncthreads();
   const long long per = (a.slots + NW - 1) / NW;
   const long long s0 = lmin(a.slots, warp * per), s1 = lmin(a.slots, s0 + per);
-  warp_count(a, s0, s1, cnt + warp * El);
+  warp_count(le, 0, s0, s1, cnt + warp * El);
   __syncthreads();
   for (int e = tid; e < El; e += THREADS) {
     int run = 0;
@@ -153,7 +165,7 @@ __global__ void __launch_bounds__(THREADS) align_single_kernel(Dev a) {
   for (int e = tid; e < El; e += THREADS)
     for (int w = 0; w < NW; ++w) cnt[w * El + e] += off[e];
   __syncthreads();
-  warp_place(a, s0, s1, cnt + warp * El);
+  warp_place(a, le, 0, s0, s1, cnt + warp * El);
   mark_padding(a, tot, off, warp, NW);
 }
 
@@ -210,15 +222,18 @@ __global__ void __launch_bounds__(kScanThreads) align_scan_kernel(Dev a, int* hi
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS) align_scatter_kernel(Dev a, int chunk, const int* hist, int ctas) {
   constexpr int NW = THREADS / 32;
-  extern __shared__ int cnt[];  // [NW][El]
+  extern __shared__ int smem[];
   const int El = a.local;
+  int* cnt = smem;                                      // [NW][El]
+  short* le = reinterpret_cast<short*>(cnt + NW * El);  // [chunk]
   const int tid = threadIdx.x, warp = tid >> 5;
-  for (int i = tid; i < NW * El; i += THREADS) cnt[i] = 0;
-  __syncthreads();
   const long long c0 = static_cast<long long>(blockIdx.x) * chunk, c1 = lmin(a.slots, c0 + chunk);
+  for (int i = tid; i < NW * El; i += THREADS) cnt[i] = 0;
+  stage_ids<THREADS>(a, c0, c1, le);
+  __syncthreads();
   const long long per = (c1 - c0 + NW - 1) / NW;
   const long long s0 = lmin(c1, c0 + warp * per), s1 = lmin(c1, s0 + per);
-  warp_count(a, s0, s1, cnt + warp * El);
+  warp_count(le, c0, s0, s1, cnt + warp * El);
   __syncthreads();
   for (int e = tid; e < El; e += THREADS) {
     int run = a.offsets[e] + hist[static_cast<long long>(e) * ctas + blockIdx.x];
@@ -229,7 +244,7 @@ __global__ void __launch_bounds__(THREADS) align_scatter_kernel(Dev a, int chunk
     }
   }
   __syncthreads();
-  warp_place(a, s0, s1, cnt + warp * El);
+  warp_place(a, le, c0, s0, s1, cnt + warp * El);
 }
 
 Dev to_dev(const AlignArgs& a) {
@@ -245,7 +260,7 @@ void allow_smem(Kernel k, std::size_t bytes) {
 
 template <int THREADS>
 void launch_single(const Dev& d, cudaStream_t s) {
-  const std::size_t smem = single_smem_bytes(THREADS, d.local);
+  const std::size_t smem = single_smem_bytes(THREADS, d.local, d.slots);
   allow_smem(align_single_kernel<THREADS>, smem);
   align_single_kernel<THREADS><<<1, THREADS, smem, s>>>(d);
 }
@@ -254,18 +269,28 @@ template <int THREADS>
 void launch_multi(const Dev& d, int chunk, int* hist, int ctas, cudaStream_t s) {
   const std::size_t hist_smem = static_cast<std::size_t>(d.local) * 4;
   const std::size_t scan_smem = static_cast<std::size_t>(3 * d.local + 1 + kScanThreads / 32 + 1) * 4;
-  const std::size_t scatter_smem = static_cast<std::size_t>(THREADS / 32) * d.local * 4;
+  const std::size_t scatter_smem =
+      static_cast<std::size_t>(THREADS / 32) * d.local * 4 + static_cast<std::size_t>((chunk + 1) / 2) * 4;
   allow_smem(align_hist_kernel<THREADS>, hist_smem);
   allow_smem(align_scan_kernel, scan_smem);
   allow_smem(align_scatter_kernel<THREADS>, scatter_smem);
-  align_hist_kernel<THREADS><<<ctas, THREADS, hist_smem, s>>>(d, chunk, hist, ctas);
+  if (ctas > 0) align_hist_kernel<THREADS><<<ctas, THREADS, hist_smem, s>>>(d, chunk, hist, ctas);
   align_scan_kernel<<<1, kScanThreads, scan_smem, s>>>(d, hist, ctas);
-  align_scatter_kernel<THREADS><<<ctas, THREADS, scatter_smem, s>>>(d, chunk, hist, ctas);
+  if (ctas > 0) align_scatter_kernel<THREADS><<<ctas, THREADS, scatter_smem, s>>>(d, chunk, hist, ctas);
+}
+
+void check_args(const AlignArgs& a) {
+  if (a.local < 1 || a.local > 32767 || a.A < 1 || a.slots < 0)
+    throw Error("dispatch: " + std::to_string(a.local) + " local experts (at most 32767) or align " +
+                std::to_string(a.A) + " cannot be handled");
 }
 
 }  // namespace
 
 void align_single(const AlignArgs& a, int threads, void* stream) {
+  check_args(a);
+  if (a.slots > kSingleMaxSlots)
+    throw Error("dispatch: " + std::to_string(a.slots) + " slots are too many for the single-CTA aligner");
   const Dev d = to_dev(a);
   const auto s = static_cast<cudaStream_t>(stream);
   switch (threads) {
@@ -280,6 +305,7 @@ void align_single(const AlignArgs& a, int threads, void* stream) {
 
 void align_multi(const AlignArgs& a, int threads, int chunk, void* workspace, std::size_t workspace_bytes,
                  void* stream) {
+  check_args(a);
   if (chunk < 32) throw Error("dispatch: align_chunk " + std::to_string(chunk) + " is too small: use 2048 or 8192");
   const long long ctas = (a.slots + chunk - 1) / chunk;
   if (ctas > 0x7fffffffLL) throw Error("dispatch: too many aligner CTAs: use a larger align_chunk");

@@ -23,13 +23,15 @@ inline constexpr int kMultiChunks[] = {2048, 8192};
 inline constexpr int kScanThreads = 1024;
 
 // Dynamic shared memory of each aligner kernel, for the space to check against the device.
-inline std::size_t single_smem_bytes(int threads, std::int64_t local) {
+// Both keep their slots' local expert ids in shared memory as int16 (local < 32768).
+inline std::size_t single_smem_bytes(int threads, std::int64_t local, std::int64_t slots) {
   const std::int64_t warps = threads / 32;
-  return static_cast<std::size_t>(warps * local + 3 * local + 1 + warps + 1) * 4;
+  return static_cast<std::size_t>(warps * local + 3 * local + 1 + warps + 1) * 4 +
+         static_cast<std::size_t>((slots + 1) / 2) * 4;
 }
-inline std::size_t multi_smem_bytes(int threads, std::int64_t local) {
+inline std::size_t multi_smem_bytes(int threads, std::int64_t local, int chunk) {
   const std::int64_t warps = threads / 32, scan_warps = kScanThreads / 32;
-  const std::int64_t scatter = warps * local, scan = 3 * local + 1 + scan_warps + 1;
+  const std::int64_t scatter = warps * local + (chunk + 1) / 2, scan = 3 * local + 1 + scan_warps + 1;
   return static_cast<std::size_t>(scatter > scan ? scatter : scan) * 4;
 }
 // One CTA does everything: fine while a single SM can walk the slots quickly.
@@ -56,8 +58,17 @@ struct GatherArgs {
 inline constexpr int kGatherThreads[] = {128, 256, 512};
 inline constexpr int kGatherVec[] = {16, 8, 4, 2};  // bytes per load/store
 inline constexpr int kGatherUnroll[] = {1, 4};
-inline constexpr int kGatherRows[] = {1, 2, 4};  // rows per CTA (runtime)
+inline constexpr int kGatherRows[] = {1, 2, 4};  // rows (row order) or tokens (token order) per CTA
 
-void gather(const GatherArgs& a, int threads, int rows_per_cta, int vec, int unroll, void* stream);
+// order 0, by row: each x_sorted row reads its token's x row (x is read once per routed slot).
+// order 1, by token: each token reads its x row once and writes it to its K rows (dst), and
+// the grid's tail zeroes the padding rows; reads x once in all, which pays off when x
+// outgrows the L2.
+struct ScatterArgs {
+  const std::int32_t* dst = nullptr;  // [T*K]
+  std::int64_t T = 0;
+};
+void gather(const GatherArgs& a, const ScatterArgs& by_token, int order, int threads, int rows_per_cta, int vec,
+            int unroll, void* stream);
 
 }  // namespace moe::dispatch_cuda
