@@ -54,7 +54,17 @@ __device__ __forceinline__ int padded(int n, int A) { return (n + A - 1) / A * A
 // loads in flight, so the warp passes below never wait on global memory.
 template <int THREADS>
 __device__ void stage_ids(const Dev& a, long long s0, long long s1, short* le) {
-  for (long long f = s0 + threadIdx.x; f < s1; f += THREADS) le[f - s0] = static_cast<short>(local_of(a, f, s1));
+  constexpr int kBatch = 8;  // loads issued back to back before any store
+  for (long long f0 = s0 + threadIdx.x; f0 < s1; f0 += static_cast<long long>(THREADS) * kBatch) {
+    int v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) v[u] = local_of(a, f0 + static_cast<long long>(u) * THREADS, s1);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const long long f = f0 + static_cast<long long>(u) * THREADS;
+      if (f < s1) le[f - s0] = static_cast<short>(v[u]);
+    }
+  }
 }
 
 // This warp's count per expert over the slots [s0, s1); le holds the staged ids from slot
@@ -172,16 +182,20 @@ __global__ void __launch_bounds__(THREADS) align_single_kernel(Dev a) {
 // hist[e * ctas + b] = routed slots of expert e in CTA b's range.
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS) align_hist_kernel(Dev a, int chunk, int* hist, int ctas) {
-  extern __shared__ int cnt[];  // [El]
+  extern __shared__ int smem[];
+  int* cnt = smem;                                  // [El]
+  short* le = reinterpret_cast<short*>(cnt + a.local);  // [chunk]
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  for (int e = tid; e < a.local; e += THREADS) cnt[e] = 0;
-  __syncthreads();
   const long long s0 = static_cast<long long>(blockIdx.x) * chunk, s1 = lmin(a.slots, s0 + chunk);
+  for (int e = tid; e < a.local; e += THREADS) cnt[e] = 0;
+  stage_ids<THREADS>(a, s0, s1, le);
+  __syncthreads();
   for (long long base = s0 + warp * 32; base < s1; base += THREADS) {
-    const int le = local_of(a, base + lane, s1);
-    const unsigned peers = __match_any_sync(kFull, le);
+    const long long f = base + lane;
+    const int e = f < s1 ? le[f - s0] : -1;
+    const unsigned peers = __match_any_sync(kFull, e);
     // Counts commute, so shared atomics keep the result deterministic.
-    if (le >= 0 && lane == __ffs(peers) - 1) atomicAdd(&cnt[le], __popc(peers));
+    if (e >= 0 && lane == __ffs(peers) - 1) atomicAdd(&cnt[e], __popc(peers));
   }
   __syncthreads();
   for (int e = tid; e < a.local; e += THREADS) hist[static_cast<long long>(e) * ctas + blockIdx.x] = cnt[e];
@@ -198,19 +212,33 @@ __global__ void __launch_bounds__(kScanThreads) align_scan_kernel(Dev a, int* hi
   int* off = pad + El;
   int* scratch = off + El + 1;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  for (int e = warp; e < El; e += NW) {
-    int* h = hist + static_cast<long long>(e) * ctas;
-    int run = 0;
+  // Each warp scans kE experts side by side, so their loads overlap.
+  constexpr int kE = 4;
+  for (int e0 = warp; e0 < El; e0 += NW * kE) {
+    int run[kE] = {};
     for (int b0 = 0; b0 < ctas; b0 += 32) {
       const int b = b0 + lane;
-      const int c = b < ctas ? h[b] : 0;
-      const int incl = warp_inclusive_scan(c);
-      if (b < ctas) h[b] = run + incl - c;
-      run += __shfl_sync(kFull, incl, 31);
+      int c[kE];
+#pragma unroll
+      for (int i = 0; i < kE; ++i) {
+        const int e = e0 + i * NW;
+        c[i] = b < ctas && e < El ? hist[static_cast<long long>(e) * ctas + b] : 0;
+      }
+#pragma unroll
+      for (int i = 0; i < kE; ++i) {
+        const int e = e0 + i * NW;
+        const int incl = warp_inclusive_scan(c[i]);
+        if (b < ctas && e < El) hist[static_cast<long long>(e) * ctas + b] = run[i] + incl - c[i];
+        run[i] += __shfl_sync(kFull, incl, 31);
+      }
     }
-    if (lane == 0) {
-      tot[e] = run;
-      pad[e] = padded(run, a.A);
+#pragma unroll
+    for (int i = 0; i < kE; ++i) {
+      const int e = e0 + i * NW;
+      if (lane == 0 && e < El) {
+        tot[e] = run[i];
+        pad[e] = padded(run[i], a.A);
+      }
     }
   }
   __syncthreads();
@@ -267,7 +295,7 @@ void launch_single(const Dev& d, cudaStream_t s) {
 
 template <int THREADS>
 void launch_multi(const Dev& d, int chunk, int* hist, int ctas, cudaStream_t s) {
-  const std::size_t hist_smem = static_cast<std::size_t>(d.local) * 4;
+  const std::size_t hist_smem = static_cast<std::size_t>(d.local) * 4 + static_cast<std::size_t>((chunk + 1) / 2) * 4;
   const std::size_t scan_smem = static_cast<std::size_t>(3 * d.local + 1 + kScanThreads / 32 + 1) * 4;
   const std::size_t scatter_smem =
       static_cast<std::size_t>(THREADS / 32) * d.local * 4 + static_cast<std::size_t>((chunk + 1) / 2) * 4;
