@@ -10,6 +10,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "gmm/cuda_configs.hpp"
 #include "gmm/detail.hpp"
 #include "gmm/family.hpp"
 #include "moe/cuda_device.hpp"
@@ -343,6 +344,94 @@ TEST(GmmReference, LargeProblemsSampleRows) {
   const auto v = F().validate(p.problem, p.inputs, bad, p.reference);
   EXPECT_FALSE(v.ok);
   EXPECT_NE(v.summary().find("at [" + std::to_string(sampled_row) + ",9]"), std::string::npos) << v.summary();
+}
+
+// ---- the cuda backend's description (no GPU needed)
+
+DeviceInfo fake_h100() {
+  DeviceInfo d;
+  d.backend = Backend::cuda;
+  d.name = "NVIDIA H100 80GB HBM3 (described)";
+  d.sm_count = 132;
+  d.cc_major = 9;
+  d.smem_optin = 232448;
+  return d;
+}
+
+TEST(GmmCudaSpace, DefaultsAndSpacesAreValidForEveryPreset) {
+  const BackendImpl& cu = F().need_backend(Backend::cuda);
+  const auto dev = fake_h100();
+  for (const auto& name : kPresets)
+    for (std::int64_t T : {1, 16, 128, 1024, 16384})
+      for (const char* stage : {"up", "down"})
+        for (const char* dt : {"bf16", "f16"}) {
+          Params pr = preset(name);
+          pr.set("tokens", T);
+          pr.set("stage", std::string(stage));
+          pr.set("dtype", std::string(dt));
+          pr = complete(F().problem_params, pr, "gmm");
+          const Params d = cu.default_config(pr, dev);
+          EXPECT_EQ(cu.invalid_reason(pr, d, dev), "") << pr.str() << " " << d.str();
+          const auto curated = cu.space(pr, dev, false), full = cu.space(pr, dev, true);
+          EXPECT_FALSE(curated.empty()) << pr.str();
+          EXPECT_LE(curated.size(), full.size());
+          for (auto& c : full) {
+            EXPECT_EQ(cu.invalid_reason(pr, c, dev), "") << pr.str() << " " << c.str();
+            const auto cc = gmm::cuda::parse_config(c);
+            EXPECT_EQ(cu.workspace_bytes(pr, c), cc.split > 1 ? static_cast<std::size_t>(cc.split) *
+                                                                     GmmSpec::parse(pr).max_rows() *
+                                                                     GmmSpec::parse(pr).n_w() * 4
+                                                               : 0u);
+          }
+        }
+}
+
+TEST(GmmCudaSpace, InvalidConfigsAreExplained) {
+  const BackendImpl& cu = F().need_backend(Backend::cuda);
+  const auto dev = fake_h100();
+  const Params pr = complete(F().problem_params, problem(16, 64, 6, 2, 2048, 1408, 16), "gmm");
+  auto reason = [&](const Params& p, const gmm::cuda::Config& c) {
+    return cu.invalid_reason(p, gmm::cuda::config_params(c), dev);
+  };
+  EXPECT_EQ(reason(pr, {{16, 64, 64, 1, 4, 4}, 4}), "");
+  EXPECT_NE(reason(pr, {{16, 64, 48, 1, 4, 4}, 1}).find("built:"), std::string::npos);
+  EXPECT_NE(reason(pr, {{16, 64, 64, 1, 4, 4}, 5}).find("split_k"), std::string::npos);
+  // f16 has fewer shapes built than bf16.
+  Params f16 = pr;
+  f16.set("dtype", std::string("f16"));
+  EXPECT_NE(reason(f16, {{16, 128, 64, 1, 4, 4}, 1}).find("no f16 kernel"), std::string::npos);
+  // More splits than K slices: D=2048 / 64 = 32 slices is fine; a tiny K is not.
+  const Params small_k = complete(F().problem_params, problem(16, 8, 2, 0, 64, 64, 16), "gmm");
+  EXPECT_NE(reason(small_k, {{16, 64, 64, 1, 4, 4}, 2}).find("K slices"), std::string::npos);
+  // Shapes the 16-byte loads cannot handle: no config at all, with the way out.
+  const Params odd = complete(F().problem_params, problem(16, 8, 2, 0, 100, 64, 16), "gmm");
+  EXPECT_TRUE(cu.space(odd, dev, true).empty());
+  EXPECT_NE(cu.invalid_reason(odd, cu.default_config(odd, dev), dev).find("--backend cpu"), std::string::npos);
+  // A device with little shared memory: the big tiles drop out, the default still fits.
+  DeviceInfo small = dev;
+  small.smem_optin = 48 * 1024;
+  const Params big = complete(F().problem_params, problem(4096, 64, 6, 2, 2048, 1408, 16), "gmm");
+  EXPECT_EQ(reason(big, {{128, 128, 64, 2, 2, 3}, 1}), "");
+  EXPECT_NE(cu.invalid_reason(big, gmm::cuda::config_params({{128, 128, 64, 2, 2, 3}, 1}), small).find("shared memory"),
+            std::string::npos);
+  const Params d = cu.default_config(big, small);
+  EXPECT_EQ(cu.invalid_reason(big, d, small), "") << d.str();
+  // Split-K partials that would be huge at prefill sizes are refused.
+  EXPECT_NE(reason(big, {{16, 64, 64, 1, 4, 4}, 8}).find("MiB"), std::string::npos);
+}
+
+TEST(GmmCudaSpace, EveryBuiltShapeIsSane) {
+  std::size_t f16 = 0;
+  for (auto& t : gmm::cuda::tiles()) {
+    ASSERT_NE(t.up_bf16, nullptr);
+    ASSERT_NE(t.down_bf16, nullptr);
+    EXPECT_EQ(t.up_f16 == nullptr, t.down_f16 == nullptr);
+    f16 += t.up_f16 ? 1 : 0;
+    EXPECT_LE(gmm::cuda::smem_bytes(t.shape, 385), fake_h100().smem_optin);
+    for (auto& u : gmm::cuda::tiles()) EXPECT_TRUE(&t == &u || !(t.shape == u.shape));
+  }
+  EXPECT_GE(gmm::cuda::tiles().size(), 12u);
+  EXPECT_GE(f16, 3u);
 }
 
 // ---- bad input, refused clearly
