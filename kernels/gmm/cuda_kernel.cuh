@@ -3,85 +3,37 @@
 // operands staged through a cp.async multi-stage shared-memory pipeline and read with
 // ldmatrix. A persistent grid walks a tile map built from the offsets by each CTA: experts
 // without rows have no tiles and cost nothing; M tails (segment ends), N and K tails are masked.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cstdint>
 
 #include "gmm/cuda_configs.hpp"
-#include "moe/cuda_device.hpp"
-#include "moe/error.hpp"
+// The cpu tests compile this file against emulated primitives, in a namespace of their own.
+#ifndef GMM_EMULATED_PRIMITIVES
+#include "gmm/cuda_primitives.cuh"
+#define GMM_KERNEL_NAMESPACE cuda
+#endif
 
-namespace moe::gmm::cuda {
+namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 
-// ---- primitives
+#ifdef GMM_EMULATED_PRIMITIVES
+using cuda::KernelArgs;
+using cuda::kRowPad;
+#endif
 
-__device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared; when !valid nothing is read and the 16 bytes are zero-filled.
-__device__ __forceinline__ void cp_async16(std::uint32_t dst, const void* src, bool valid) {
-  const int bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-template <bool BF16>
-__device__ __forceinline__ void mma16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
-  if constexpr (BF16) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-// Two floats rounded to the dtype, low half first (the lower column).
-template <bool BF16>
-__device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
-  if constexpr (BF16) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-  }
-}
-
-__device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
+GMM_DEVICE float silu(float x) { return x / (1.0f + exp_fast(-x)); }
 
 // An expert's rows, clamped so that broken offsets can never address outside [0, rows).
-__device__ __forceinline__ int seg_begin(const KernelArgs& p, int e) {
-  return min(max(__ldg(p.offsets + e), 0), p.rows);
+GMM_DEVICE int seg_begin(const KernelArgs& p, int e) {
+  return min(max(ldg(p.offsets + e), 0), p.rows);
 }
-__device__ __forceinline__ int seg_end(const KernelArgs& p, int e) {
-  return max(seg_begin(p, e), min(max(__ldg(p.offsets + e + 1), 0), p.rows));
+GMM_DEVICE int seg_end(const KernelArgs& p, int e) {
+  return max(seg_begin(p, e), min(max(ldg(p.offsets + e + 1), 0), p.rows));
 }
 
 // Warp 0 writes prefix[e] = M-tiles of experts before e, prefix[E] = all M-tiles. Each lane
 // sums a contiguous run of experts, then one warp scan joins the runs.
 template <int BM>
-__device__ void build_tile_prefix(const KernelArgs& p, int* prefix, int lane) {
+GMM_DEVICE void build_tile_prefix(const KernelArgs& p, int* prefix, int lane) {
   const int E = p.experts, chunk = (E + 31) / 32;
   const int eb = min(E, lane * chunk), ee = min(E, eb + chunk);
   int local = 0;
@@ -89,7 +41,7 @@ __device__ void build_tile_prefix(const KernelArgs& p, int* prefix, int lane) {
   int incl = local;
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
-    const int v = __shfl_up_sync(0xffffffffu, incl, d);
+    const int v = shfl_up(incl, d);
     if (lane >= d) incl += v;
   }
   int run = incl - local;
@@ -103,7 +55,7 @@ __device__ void build_tile_prefix(const KernelArgs& p, int* prefix, int lane) {
 // ---- the kernel
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool UP, bool BF16>
-__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
+GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // a warp's sub-tile
   constexpr int MT = WM / 16, NT = WN / 8;              // its m16 and n8 mma tiles
@@ -114,21 +66,20 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const Ke
   static_assert(BK % 16 == 0 && STAGES >= 2, "k16 steps, at least double buffering");
   static_assert(!UP || (WN / 2) % 8 == 0, "up: each warp's gate and up halves are whole n8 tiles");
 
-  extern __shared__ __align__(16) unsigned char smem[];
-  std::uint16_t* sA = reinterpret_cast<std::uint16_t*>(smem);
+  std::uint16_t* sA = reinterpret_cast<std::uint16_t*>(dynamic_smem());
   std::uint16_t* sB = sA + STAGES * A_STAGE;
   int* prefix = reinterpret_cast<int*>(sB + STAGES * B_STAGE);
 
-  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int tid = thread_x(), lane = tid & 31, warp = tid >> 5;
   const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
   if (warp == 0) build_tile_prefix<BM>(p, prefix, lane);
-  __syncthreads();
+  sync_threads();
 
   const int E = p.experts;
   const long long total = static_cast<long long>(prefix[E]) * p.n_tiles * p.split;
   const int nk = (p.k_dim + BK - 1) / BK;
 
-  for (long long t = blockIdx.x; t < total; t += gridDim.x) {
+  for (long long t = block_x(); t < total; t += grid_x()) {
     // Consecutive tiles share the M-tile (its rows stay in L2) and walk splits, then N-tiles.
     const int s = static_cast<int>(t % p.split);
     const long long rest = t / p.split;
@@ -233,7 +184,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const Ke
     }
     for (int it = 0; it < n; ++it) {
       cp_async_wait<STAGES - 2>();
-      __syncthreads();  // slice `it` visible to all; slice it-1's buffer free for reuse
+      sync_threads();  // slice `it` visible to all; slice it-1's buffer free for reuse
       const int nx = it + STAGES - 1;
       if (nx < n) load_stage(kt0 + nx, nx % STAGES);
       cp_async_commit();
@@ -250,7 +201,7 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const Ke
       for (int hh = 0; hh < 2; ++hh) {
         const int r = row0 + warp_m * WM + i * 16 + (lane >> 2) + hh * 8;
         if (r < row_end) {
-          const float rw = (!UP && p.row_weight != nullptr) ? __ldg(p.row_weight + r) : 1.0f;
+          const float rw = (!UP && p.row_weight != nullptr) ? ldg(p.row_weight + r) : 1.0f;
 #pragma unroll
           for (int j = 0; j < NOUT; ++j) {
             const int col = col_base + j * 8 + (lane & 3) * 2;
@@ -258,10 +209,9 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const Ke
               float v0 = acc[i][j][hh * 2], v1 = acc[i][j][hh * 2 + 1];
               if (p.split > 1) {
                 float* dst = p.partial + (static_cast<std::size_t>(s) * p.rows + r) * p.n_w;
-                *reinterpret_cast<float2*>(dst + col) = make_float2(v0, v1);
+                store_f32x2(dst + col, v0, v1);
                 if constexpr (UP)
-                  *reinterpret_cast<float2*>(dst + p.n_out + col) =
-                      make_float2(acc[i][j + NT / 2][hh * 2], acc[i][j + NT / 2][hh * 2 + 1]);
+                  store_f32x2(dst + p.n_out + col, acc[i][j + NT / 2][hh * 2], acc[i][j + NT / 2][hh * 2 + 1]);
               } else {
                 if constexpr (UP) {
                   v0 = silu(v0) * acc[i][j + NT / 2][hh * 2];
@@ -270,53 +220,47 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const Ke
                   v0 *= rw;
                   v1 *= rw;
                 }
-                *reinterpret_cast<std::uint32_t*>(p.out + static_cast<std::size_t>(r) * p.n_out + col) =
-                    pack2<BF16>(v0, v1);
+                store_u32(p.out + static_cast<std::size_t>(r) * p.n_out + col, pack2<BF16>(v0, v1));
               }
             }
           }
         }
       }
-    __syncthreads();  // the next tile's prologue overwrites the stages
+    sync_threads();  // the next tile's prologue overwrites the stages
   }
 }
 
-// ---- host launcher of one instantiation
-
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool UP, bool BF16>
-void launch_mma(const KernelArgs& a, void* stream) {
-  constexpr TileShape shape{BM, BN, BK, WARPS_M, WARPS_N, STAGES};
-  auto* kern = &gmm_mma_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, UP, BF16>;
-  const std::size_t smem = smem_bytes(shape, a.experts);
-  cuda_check(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-             "gmm: cudaFuncSetAttribute(max dynamic shared memory)");
-  int per_sm = 0;
-  cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, shape.threads(), smem),
-             "gmm: cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  if (per_sm < 1)
-    throw Error("gmm: tile " + std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK) +
-                " does not fit on an SM of this device (shared memory or registers): pick a smaller config");
-  // A CTA per M-tile bound (every expert may end in a partial tile), capped at what runs at once.
-  const long long m_bound = (a.rows + BM - 1) / BM + a.experts;
-  long long grid = m_bound * a.n_tiles * a.split;
-  grid = std::min<long long>(grid, static_cast<long long>(per_sm) * std::max(a.sm_count, 1));
-  if (a.max_ctas > 0) grid = std::min<long long>(grid, a.max_ctas);
-  if (grid < 1) return;
-  kern<<<static_cast<unsigned>(grid), shape.threads(), smem, static_cast<cudaStream_t>(stream)>>>(a);
-  cuda_check(cudaGetLastError(), "gmm kernel launch");
-}
-
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool WITH_F16>
-TileEntry tile_entry() {
-  TileEntry t;
-  t.shape = TileShape{BM, BN, BK, WARPS_M, WARPS_N, STAGES};
-  t.up_bf16 = &launch_mma<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, true>;
-  t.down_bf16 = &launch_mma<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, true>;
-  if constexpr (WITH_F16) {
-    t.up_f16 = &launch_mma<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, false>;
-    t.down_f16 = &launch_mma<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, false>;
+// Split-K's second pass: the partial sums of every split, added in split order (the result
+// does not depend on which CTA finished first), then the epilogue the main kernel skipped.
+template <bool UP, bool BF16>
+GMM_KERNEL(256) gmm_finalize_kernel(const KernelArgs p) {
+  const int half = p.n_out / 2;
+  const long long total = static_cast<long long>(p.rows) * half;
+  for (long long idx = block_x() * 256 + thread_x(); idx < total; idx += grid_x() * 256) {
+    const int r = static_cast<int>(idx / half), c = static_cast<int>(idx % half) * 2;
+    float g0 = 0, g1 = 0, u0 = 0, u1 = 0;
+    for (int s = 0; s < p.split; ++s) {
+      const float* src = p.partial + (static_cast<std::size_t>(s) * p.rows + r) * p.n_w;
+      float a, b;
+      load_f32x2(src + c, a, b);
+      g0 += a;
+      g1 += b;
+      if constexpr (UP) {
+        load_f32x2(src + p.n_out + c, a, b);
+        u0 += a;
+        u1 += b;
+      }
+    }
+    if constexpr (UP) {
+      g0 = silu(g0) * u0;
+      g1 = silu(g1) * u1;
+    } else if (p.row_weight != nullptr) {
+      const float w = p.row_weight[r];
+      g0 *= w;
+      g1 *= w;
+    }
+    store_u32(p.out + static_cast<std::size_t>(r) * p.n_out + c, pack2<BF16>(g0, g1));
   }
-  return t;
 }
 
-}  // namespace moe::gmm::cuda
+}  // namespace moe::gmm::GMM_KERNEL_NAMESPACE

@@ -1,5 +1,5 @@
 // Prefill shapes: 128-row M tiles, tensor-core bound.
-#include "gmm/cuda_kernel.cuh"
+#include "gmm/cuda_launch.cuh"
 
 namespace moe::gmm::cuda {
 

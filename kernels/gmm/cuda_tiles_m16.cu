@@ -1,6 +1,6 @@
 // Decode shapes: a 16-row M tile (one mma row block) over wide N, weights streamed through
 // deep pipelines. Split-K (a runtime choice) adds CTAs when few experts are active.
-#include "gmm/cuda_kernel.cuh"
+#include "gmm/cuda_launch.cuh"
 
 namespace moe::gmm::cuda {
 
