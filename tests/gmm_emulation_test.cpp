@@ -290,7 +290,7 @@ const std::vector<Emulated>& shapes() {
       emulated<32, 128, 64, 2, 2, 3>(),  emulated<64, 64, 64, 2, 2, 4>(),   emulated<64, 128, 64, 2, 2, 3>(),
       emulated<64, 128, 32, 2, 2, 4>(),  emulated<64, 128, 64, 2, 4, 3>(),  emulated<128, 64, 64, 2, 2, 4>(),
       emulated<128, 128, 32, 2, 2, 4>(), emulated<128, 128, 64, 2, 2, 3>(), emulated<128, 128, 64, 2, 4, 3>(),
-      emulated<128, 128, 32, 2, 4, 4>(),
+      emulated<128, 128, 32, 2, 4, 4>(), emulated<128, 256, 32, 2, 4, 3>(),
   };
   return v;
 }

@@ -215,6 +215,19 @@ TEST_F(GmmGpu, Qwen3WholeModelLargeBatch) {
     }
 }
 
+TEST_F(GmmGpu, ThroughTheHarness) {
+  // The path the run and sweep commands take: BackendImpl::run with the harness's workspace.
+  for (const char* stage : {"up", "down"})
+    for (std::int64_t T : {1, 64}) {
+      const Prepared p = tuner::prepare(F(), preset_problem("qwen3-30b-a3b", T, stage, 1e12), seeded(12));
+      for (const Params& cfg : {Params{}, gmm::cuda::config_params({{16, 64, 64, 1, 4, 4}, 4})}) {
+        const Params full = tuner::complete_config(F(), Backend::cuda, p.problem, cfg, dev);
+        const auto o = tuner::run_cuda(p, full, dev);
+        EXPECT_TRUE(o.validation.ok) << p.problem.str() << " " << full.str() << ": " << o.validation.summary();
+      }
+    }
+}
+
 TEST_F(GmmGpu, DefaultsAreValidOnThisDevice) {
   for (const auto& name : kPresets)
     for (std::int64_t T : {1, 64, 4096, 16384})
