@@ -429,9 +429,9 @@ TEST(GmmEmulation, ManyExpertsTileMapAndF16) {
 }
 
 TEST(GmmEmulation, BrokenPipelineIsCaught) {
-  // The emulation must be able to fail: a kernel whose wait_group let one more group stay in
-  // flight reads poisoned stages. Emulated by running with shifted offsets instead would not
-  // test the emulator, so check the cp.async model directly.
+  // The emulation must be able to fail: shared memory read before its cp.async group retired
+  // holds poison, and the data lands at wait_group. (Mutating the kernel's wait_group depth,
+  // barriers, ldmatrix lanes, gate/up rows or split ranges turns the tests above red.)
   auto cta = std::make_unique<emu::Cta>();
   cta->threads = 32;
   cta->smem.resize(64);
