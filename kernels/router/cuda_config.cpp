@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "moe/error.hpp"
 #include "router/cuda.hpp"
@@ -98,18 +99,26 @@ std::vector<CudaConfig> cuda_space(const RouterSpec& sp, bool full) {
   std::vector<CudaConfig> out;
   const int es = esize_of(sp);
   const std::vector<int> warps = full ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{4, 8};
-  for (const auto& s : kShapes) {
-    if (s.esize != es) continue;
+  bool valid[kShapeCount];
+  for (int i = 0; i < kShapeCount; ++i) {
+    const auto& s = kShapes[i];
+    valid[i] = s.esize == es && cuda_invalid_reason(sp, CudaConfig{s.lanes, s.epl, s.vec * es, 4}).empty();
+  }
+  // Curated: no shape that leaves most of its slots empty (unless none fits better), and
+  // only the widest loads of each shape.
+  std::int64_t roomiest = 8 * sp.experts, tightest = INT64_MAX;
+  for (int i = 0; i < kShapeCount; ++i)
+    if (valid[i]) tightest = std::min<std::int64_t>(tightest, std::int64_t{kShapes[i].lanes} * kShapes[i].epl);
+  roomiest = std::max(roomiest, tightest);
+  for (int i = 0; i < kShapeCount; ++i) {
+    if (!valid[i]) continue;
+    const auto& s = kShapes[i];
     CudaConfig c{s.lanes, s.epl, s.vec * es, 4};
-    if (!cuda_invalid_reason(sp, c).empty()) continue;
     if (!full) {
-      // Curated: no shape that leaves most of its slots empty, and only its widest loads.
-      if (std::int64_t{s.lanes} * s.epl > std::max<std::int64_t>(8 * sp.experts, 8)) continue;
+      if (std::int64_t{s.lanes} * s.epl > roomiest) continue;
       bool wider = false;
-      for (const auto& o : kShapes)
-        if (o.esize == es && o.lanes == s.lanes && o.epl == s.epl && o.vec > s.vec &&
-            cuda_invalid_reason(sp, CudaConfig{o.lanes, o.epl, o.vec * es, 4}).empty())
-          wider = true;
+      for (int o = 0; o < kShapeCount; ++o)
+        wider = wider || (valid[o] && kShapes[o].lanes == s.lanes && kShapes[o].epl == s.epl && kShapes[o].vec > s.vec);
       if (wider) continue;
     }
     for (int w : warps) {
