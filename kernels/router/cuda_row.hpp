@@ -151,7 +151,7 @@ ROUTER_FN float raw_elem(const Raw<BYTES>& r, int v, int bf16) {
 
 // V consecutive biases from a V-aligned index (16-byte aligned for V >= 4).
 template <int V>
-ROUTER_FN void load_bias(float (&b)[V], const float* p) {
+ROUTER_FN void load_bias(float* b, const float* p) {
 #if defined(__CUDACC__)
   if constexpr (V % 4 == 0) {
 #pragma unroll
@@ -350,8 +350,18 @@ struct RowKernel {
   // writes nothing.
   template <class Lane>
   ROUTER_FN static void route(const Args& a, Lane& ln, int sub, long long row, bool active, const RawT (&raw)[NCH]) {
-    float s[EPL];
+    float s[EPL], b[EPL];
     unsigned key[EPL];
+    // Bias first: its loads then overlap the wait for the logits.
+#pragma unroll
+    for (int i = 0; i < EPL; ++i) b[i] = 0.0f;
+    if (a.bias) {
+#pragma unroll
+      for (int j = 0; j < NCH; ++j) {
+        const int e0 = expert_of(j * V, sub);
+        if (e0 < a.E) load_bias<V>(b + j * V, a.bias + e0);
+      }
+    }
 #pragma unroll
     for (int j = 0; j < NCH; ++j) {
       const bool valid = expert_of(j * V, sub) < a.E;
@@ -380,14 +390,9 @@ struct RowKernel {
     }
 #pragma unroll
     for (int j = 0; j < NCH; ++j) {
-      const int e0 = expert_of(j * V, sub);
-      const bool valid = e0 < a.E;
-      float b[V];
+      const bool valid = expert_of(j * V, sub) < a.E;
 #pragma unroll
-      for (int v = 0; v < V; ++v) b[v] = 0.0f;
-      if (a.bias && valid) load_bias<V>(b, a.bias + e0);
-#pragma unroll
-      for (int v = 0; v < V; ++v) key[j * V + v] = valid ? order_key(s[j * V + v] + b[v]) : 0u;
+      for (int v = 0; v < V; ++v) key[j * V + v] = valid ? order_key(s[j * V + v] + b[j * V + v]) : 0u;
     }
 
     if (a.group_mode == kLaneGroups) lane_groups(a, ln, sub, key);
