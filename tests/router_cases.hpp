@@ -81,6 +81,8 @@ inline std::vector<Case> edges() {
       {"e16_g8_max", problem(16, 2, 0, 8, 2, "sigmoid", 0, 0, 1.0, "max")},
       {"e32_g16", problem(32, 4, 1, 16, 5, "sigmoid", 1)},                  // 2 per group
       {"k_equals_e", problem(16, 16, 0, 1, 1, "softmax")},
+      {"k64", problem(256, 64, 2, 4, 2, "sigmoid", 1)},                     // the largest topk
+      {"e960_g320", problem(960, 16, 0, 320, 40, "sigmoid", 1)},             // 3 per group, many groups
       {"k_equals_kept", problem(64, 16, 0, 8, 2, "sigmoid", 1)},             // exactly the kept experts
       {"no_renorm_rsf", problem(128, 6, 0, 1, 1, "softmax", 0, 0, 3.0)},
       {"sigmoid_norenorm", problem(128, 4, 2, 1, 1, "sigmoid", 0, 0, 1.7)},
