@@ -6,7 +6,9 @@
 namespace moe::router {
 
 // Relative closeness under which two selection scores count as a near-tie: exp/sigmoid
-// differ by a few ulps across devices, so either order of such experts is right.
+// differ by a few ulps across devices, so either order of such experts is right. Relative
+// to |s| + |bias| of the experts (the scale of c's rounding error), not to |c|, which can be
+// tiny when the bias cancels the score. Group scores get twice that, over their two terms.
 inline constexpr double kNearTie = 1e-6;
 
 // ids: a row passes when it equals the reference, or when it is a correct selection once
