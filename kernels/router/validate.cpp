@@ -28,7 +28,7 @@ struct RowView {
   }
   bool near_experts(std::int64_t a, std::int64_t b) const {
     const double ra = rank_value(c[a]), rb = rank_value(c[b]);
-    return ra == rb || std::fabs(ra - rb) <= kNearTie * std::max(mag(a), mag(b));
+    return ra == rb || std::fabs(ra - rb) <= kNearTie * std::max(mag(a), mag(b)) + kNearTieFloor;
   }
 };
 
@@ -55,7 +55,8 @@ std::vector<std::vector<char>> group_alternatives(const RowView& v) {
     gmag[g] = v.mag(e[0]) + (two ? v.mag(e[1]) : 0.0);
   }
   auto near = [&](std::int64_t a, std::int64_t b) {
-    return gs[a] == gs[b] || std::fabs(double(gs[a]) - double(gs[b])) <= 2 * kNearTie * std::max(gmag[a], gmag[b]);
+    return gs[a] == gs[b] ||
+           std::fabs(double(gs[a]) - double(gs[b])) <= 2 * kNearTie * std::max(gmag[a], gmag[b]) + kNearTieFloor;
   };
   std::vector<std::int64_t> order(G);
   std::iota(order.begin(), order.end(), 0);

@@ -10,6 +10,8 @@ namespace moe::router {
 // to |s| + |bias| of the experts (the scale of c's rounding error), not to |c|, which can be
 // tiny when the bias cancels the score. Group scores get twice that, over their two terms.
 inline constexpr double kNearTie = 1e-6;
+// Absolute floor of a near-tie: denormal scores carry only a few bits of precision.
+inline constexpr double kNearTieFloor = 1e-37;
 
 // ids: a row passes when it equals the reference, or when it is a correct selection once
 // near-ties are allowed to fall either way: positions may swap experts whose scores are
