@@ -57,9 +57,11 @@ void run_cpu(const Params& problem, const Params& config, const RefMap& in, cons
     }
   for (std::int64_t e = 0; e < El; ++e) off[e + 1] = off[e] + (run[e] + s.A - 1) / s.A * s.A;
   const std::int64_t R = off[El];
-  if (R != need(out, "src").numel() || xs.numel() != R * s.D)
-    throw Error("dispatch cpu: outputs sized for " + std::to_string(need(out, "src").numel()) +
-                " rows, the ids give " + std::to_string(R));
+  // Callers that cannot know R before the ids exist (the layer, engines) pass room for more;
+  // rows past R are left alone.
+  if (R > need(out, "src").numel() || xs.numel() != need(out, "src").numel() * s.D)
+    throw Error("dispatch cpu: outputs have room for " + std::to_string(need(out, "src").numel()) +
+                " rows, the ids need " + std::to_string(R));
   for (std::int64_t e = 0; e <= El; ++e) offsets[e] = static_cast<std::int32_t>(off[e]);
 
   parallel_for(tasks, ctx.threads, 1, [&](std::int64_t b, std::int64_t e) {

@@ -25,8 +25,9 @@ std::vector<char> zero_rows(const Tensor& act);
 
 // reference.cpp. Large problems compute a deterministic sample of rows (the others hold NaN:
 // not computed); validate compares those rows and checks every row for NaN, poison and padding.
-std::vector<std::int64_t> reference_rows(const GmmSpec& s, const TensorMap& in, bool* all_rows);
-void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out);
+// `every_row` computes all rows whatever the size (the layer's reference needs whole outputs).
+std::vector<std::int64_t> reference_rows(const GmmSpec& s, const TensorMap& in, bool* all_rows, bool every_row = false);
+void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every_row = false);
 
 // validate.cpp
 Validation validate(const GmmSpec& s, const TensorMap& in, const TensorMap& got, const TensorMap& ref);

@@ -90,9 +90,14 @@ const FamilyDesc& gmm_family() {
       return gmm::output_specs(s, gmm::input_rows(s, in));
     };
     f.reference = [](const Params& p, const TensorMap& in, TensorMap& out) {
-      const GmmSpec s = GmmSpec::parse(p);
+      // kReferenceEveryRow is not a problem parameter: only a caller that needs whole
+      // outputs (the layer's reference) sets it.
+      Params q = p;
+      const bool every_row = q.has(kReferenceEveryRow);
+      q.erase(kReferenceEveryRow);
+      const GmmSpec s = GmmSpec::parse(q);
       gmm::check_inputs(s, in);
-      gmm::reference(s, in, out);
+      gmm::reference(s, in, out, every_row);
     };
     f.validate = [](const Params& p, const TensorMap& in, const TensorMap& got, const TensorMap& ref) {
       return gmm::validate(GmmSpec::parse(p), in, got, ref);

@@ -35,12 +35,12 @@ double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
 }  // namespace
 
-std::vector<std::int64_t> reference_rows(const GmmSpec& s, const TensorMap& in, bool* all_rows) {
+std::vector<std::int64_t> reference_rows(const GmmSpec& s, const TensorMap& in, bool* all_rows, bool every_row) {
   const Tensor& act = in.at(s.act_name());
   const std::int64_t R = act.shape()[0];
   const double per_row = static_cast<double>(s.k_dim()) * static_cast<double>(s.n_w());
   std::vector<std::int64_t> rows;
-  if (static_cast<double>(R) * per_row <= kReferenceFullMacs) {
+  if (every_row || static_cast<double>(R) * per_row <= kReferenceFullMacs) {
     *all_rows = true;
     rows.resize(R);
     for (std::int64_t r = 0; r < R; ++r) rows[r] = r;
@@ -76,7 +76,7 @@ std::vector<std::int64_t> reference_rows(const GmmSpec& s, const TensorMap& in, 
   return rows;
 }
 
-void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out) {
+void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every_row) {
   const Tensor& act = in.at(s.act_name());
   const Tensor& w = in.at(s.weight_name());
   const auto* o = in.at("offsets").data<std::int32_t>();
@@ -87,7 +87,7 @@ void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out) {
   const int threads = ref_threads();
 
   bool all = false;
-  const auto rows = reference_rows(s, in, &all);
+  const auto rows = reference_rows(s, in, &all, every_row);
   // Rows left out hold NaN (never a plausible result), padding rows their exact zero.
   if (static_cast<std::int64_t>(rows.size()) != R) {
     for (std::int64_t i = 0; i < y.numel(); ++i) y.set(i, std::numeric_limits<double>::quiet_NaN());
