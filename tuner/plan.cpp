@@ -58,6 +58,15 @@ std::vector<Candidate> file_candidates(const json& space, const std::string& pat
       c.config = complete_config(f, b, problem, c.config, dev);
     } catch (const Error& e) {
       c.invalid_reason = e.what();
+      // Complete it anyway where possible, so it is recorded under the same key as the space's configs.
+      try {
+        Params full = c.config;
+        const Params def = f.need_backend(b).default_config(problem, dev);
+        for (auto& [k, v] : def.values())
+          if (!full.has(k)) full.set(k, v);
+        c.config = complete(f.need_backend(b).config_params, full, f.name + " config");
+      } catch (const Error&) {
+      }
     }
     c.key = c.config.str();
     out.push_back(std::move(c));

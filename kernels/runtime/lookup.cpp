@@ -76,7 +76,14 @@ Choice choose_config(const FamilyDesc& f, Backend b, const Params& problem, cons
   std::string problem_note;
   for (auto& dir : dirs) {
     const std::string path = table_path(dir, device, f.name, key);
-    auto table = cached_table(path);
+    std::shared_ptr<const ConfigTable> table;
+    try {
+      table = cached_table(path);
+    } catch (const Error& e) {
+      problem_note = e.what();  // a broken table must not take the program down: fall back, loudly
+      c.table = path;
+      break;
+    }
     if (!table) continue;
     c.table = path;
     std::vector<std::int64_t> keys;
