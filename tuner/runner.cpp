@@ -31,7 +31,13 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 std::atomic<int> g_interrupts{0};
-extern "C" void on_interrupt(int) { g_interrupts.fetch_add(1); }
+extern "C" void on_interrupt(int) {
+  static const char first[] = "\nmoebench: interrupted: finishing the current candidate (interrupt again to abandon it)\n";
+  static const char second[] = "\nmoebench: abandoning the current candidate\n";
+  const int n = g_interrupts.fetch_add(1) + 1;
+  ssize_t ignored = n == 1 ? ::write(2, first, sizeof first - 1) : n == 2 ? ::write(2, second, sizeof second - 1) : 0;
+  (void)ignored;
+}
 
 // Installs the interrupt handlers for the sweep's lifetime and restores the old ones after.
 class SignalGuard {
@@ -222,8 +228,9 @@ class DeviceEvaluator : public Evaluator {
     }
     ensure_prepared();
     if (!c.validated) {
-      // Fresh inputs per candidate; one set per point when making a problem is expensive.
-      const std::uint64_t seed = mix(o.seed, pt_.key + (prepare_s_ > 1.0 ? std::string("#validate") : "#" + c.key));
+      // Fresh inputs per candidate; one fresh set per point when making a problem is expensive
+      // (a reference on the host for every candidate would dominate a large sweep).
+      const std::uint64_t seed = mix(o.seed, pt_.key + (prepare_s_ > 0.25 ? std::string("#validate") : "#" + c.key));
       const Reply r = w_.call({{"op", "validate"}, {"config", params_to_json(c.config)}, {"seed", seed}},
                               o.watchdog_s + 2 * prepare_s_, &g_interrupts);
       line["validate_seed"] = seed;

@@ -47,6 +47,11 @@ void WorkerProcess::spawn() {
   make_pipe(req);
   make_pipe(resp);
   make_pipe(err);
+  // Everything the child needs is made before fork: a multi-threaded parent's child may not allocate.
+  std::vector<char*> args;
+  for (auto& a : launch_.argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  static const char exec_failed[] = "moebench: cannot exec the worker program\n";
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -69,12 +74,8 @@ void WorkerProcess::spawn() {
     for (int fd : {a, b, c, req[0], req[1], resp[0], resp[1], err[0], err[1]})
       if (fd > 3) ::close(fd);
     if (launch_.in_process) ::_exit(launch_.in_process(0, 3));
-    std::vector<char*> args;
-    for (auto& s : launch_.argv) args.push_back(const_cast<char*>(s.c_str()));
-    args.push_back(nullptr);
     ::execv(args[0], args.data());
-    const std::string msg = std::string("cannot exec worker ") + args[0] + ": " + std::strerror(errno) + "\n";
-    ssize_t ignored = ::write(2, msg.data(), msg.size());
+    ssize_t ignored = ::write(2, exec_failed, sizeof exec_failed - 1);
     (void)ignored;
     ::_exit(127);
   }
