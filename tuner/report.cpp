@@ -21,7 +21,11 @@ std::string num(const json& j, const char* k, const char* f) {
 std::string markdown_summary(const json& results) {
   const json& meta = results.value("meta", json::object());
   std::string md;
-  const std::string timer = meta.contains("timer") ? meta["timer"].value("mode", "") + " (" + meta["timer"].value("used", "") + ")" : "";
+  std::string timer;
+  if (meta.contains("timer")) {
+    const std::string mode = meta["timer"].value("mode", ""), used = meta["timer"].value("used", "");
+    timer = used.empty() || used == mode ? mode : mode + ", " + used;
+  }
   md += fmt::format("# moebench sweep on {} ({})\n\n", meta.value("device", "?"), meta.value("backend", "?"));
   int timed = 0, space = 0, points = 0;
   std::map<std::string, int> bad;
@@ -35,6 +39,8 @@ std::string markdown_summary(const json& results) {
   md += fmt::format("- wall time {}{}; {} of {} candidates timed over {} points ({} search, timer {})\n",
                     human_duration(meta.value("wall_s", 0.0)), meta.value("resumed", false) ? " (this run, resumed)" : "",
                     timed, space, points, meta.value("strategy", "?"), timer);
+  if (meta.contains("timer") && meta["timer"].contains("notes"))
+    for (auto& n : meta["timer"]["notes"]) md += "- timer note: " + n.get<std::string>() + "\n";
   if (meta.value("copy_bw_gbps", 0.0) > 0)
     md += fmt::format("- measured copy bandwidth {:.0f} GB/s (100% of peak in the table)\n", meta["copy_bw_gbps"].get<double>());
   if (!bad.empty()) {

@@ -50,7 +50,7 @@ json build_results(const JournalContents& jr, const json& meta) {
       if (!l.value("reason", "").empty()) a.reason = l.value("reason", "");
       if (!l.value("timer", "").empty()) a.timer = l.value("timer", "");
       if (!l.value("note", "").empty()) a.note = l.value("note", "");
-      a.early_stop = a.early_stop || l.value("early_stop", false);
+      a.early_stop = l.value("early_stop", false);
       ++a.rounds;
     }
   }

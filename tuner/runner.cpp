@@ -173,7 +173,7 @@ class DeviceEvaluator : public Evaluator {
     for (auto& x : l.value("samples_us", json::array())) c.samples_us.push_back(x.get<double>());
     c.stats = summarize(c.samples_us);
     ++c.rounds;
-    c.early_stop = c.early_stop || l.value("early_stop", false);
+    c.early_stop = l.value("early_stop", false);  // of the latest measurement: a later round may redeem it
     if (!l.value("error", "").empty()) c.error = l.value("error", "");
   }
 
