@@ -144,7 +144,7 @@ TEST(TunerCli, SweepRouterThenLookupAnswersFromTheTable) {
 TEST(TunerCli, SweepAllCoversEveryFamilyWithTheBackend) {
   NEED_ROUTER();
   const fs::path d = temp_dir("all");
-  const CliRun s = run("sweep all --model qwen3-30b-a3b --tokens 1,16 --out " + (d / "out").string() + " --tables " +
+  const CliRun s = run("sweep all --model qwen3-30b-a3b --hidden 512 --intermediate 256 --tokens 1,16 --out " + (d / "out").string() + " --tables " +
                     (d / "tables").string() + " --budget 3" + kFast);
   ASSERT_EQ(s.code, 0) << s.err;
   const json res = read_results((d / "out").string());
