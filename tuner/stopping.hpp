@@ -14,7 +14,7 @@ namespace moe::tuner {
 
 struct StopRule {
   int min_samples = 10;
-  int max_samples = 100000;
+  int max_samples = 10000;
   double max_noise = 0.01;  // Stats::noise; infinity: stop once the minimums are met
   double min_time_s = 0.01;  // sum of the samples
   double max_time_s = 2.0;  // wall time of this measurement
