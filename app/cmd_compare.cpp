@@ -1,0 +1,37 @@
+#include <fmt/format.h>
+
+#include "app/commands.hpp"
+#include "moe/error.hpp"
+#include "tuner/compare.hpp"
+#include "tuner/results.hpp"
+#include "tuner/units.hpp"
+
+namespace moe::app {
+
+void add_compare_command(CLI::App& root) {
+  struct Args {
+    std::string base, now, threshold = "5%", fail_on = "none";
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = root.add_subcommand("compare", "compare two results files: FAST/SLOW/SAME/NOISY per record, geometric mean");
+  cmd->add_option("BASE", a->base, "baseline results (results.json or its sweep directory)")->required();
+  cmd->add_option("NEW", a->now, "new results (results.json or its sweep directory)")->required();
+  cmd->add_option("--threshold", a->threshold, "a change of the median beyond this is FAST or SLOW (or NOISY)")
+      ->default_str("5%");
+  cmd->add_option("--fail-on", a->fail_on, "exit 1 when any record is SLOW (or BROKEN): slow | none")
+      ->check(CLI::IsMember({"slow", "none"}))
+      ->default_str("none");
+  cmd->callback([a] {
+    const double thr = tuner::parse_fraction(a->threshold, "--threshold");
+    const auto rep = tuner::compare_results(tuner::read_results(a->base), tuner::read_results(a->now), thr);
+    fmt::print("{}", tuner::compare_markdown(rep, thr));
+    if (rep.rows.empty()) fmt::print(stderr, "moebench: warning: no record of BASE matches one of NEW\n");
+    const int bad = rep.count(tuner::Verdict::slow) + rep.count(tuner::Verdict::broken);
+    if (a->fail_on == "slow" && bad > 0) {
+      fmt::print(stderr, "moebench: {} record(s) SLOW or BROKEN beyond {:.1f}%\n", bad, thr * 100);
+      throw CLI::RuntimeError(1);
+    }
+  });
+}
+
+}  // namespace moe::app

@@ -1,0 +1,35 @@
+#include <fmt/format.h>
+
+#include "app/commands.hpp"
+#include "moe/error.hpp"
+#include "runtime/table.hpp"
+#include "tuner/merge.hpp"
+
+namespace moe::app {
+
+void add_merge_command(CLI::App& root) {
+  struct Args {
+    std::vector<std::string> inputs;
+    std::string out, tables = "none";
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = root.add_subcommand("merge", "join the journals and results of sweep shards (--shard i/n) into one sweep");
+  cmd->add_option("INPUTS", a->inputs, "the shards' --out directories (or their journal.jsonl)")->required();
+  cmd->add_option("--out", a->out, "directory for the merged journal, results and summary")->required();
+  cmd->add_option("--tables", a->tables, "also write config tables under this directory (none: do not)")
+      ->default_str("none");
+  cmd->callback([a] {
+    const auto m = tuner::merge_sweeps(a->inputs, a->out, a->tables == "none" ? "" : a->tables);
+    fmt::print("{}\n", m.summary_md);
+    fmt::print("merged {} input(s): {} journal lines ({} duplicates dropped) into {}\n", m.inputs, m.lines, m.duplicates,
+               a->out);
+    for (auto& t : m.tables) fmt::print("table: {}\n", t);
+    if (!m.shards_missing.empty()) {
+      std::string s;
+      for (int i : m.shards_missing) s += (s.empty() ? "" : ", ") + std::to_string(i);
+      fmt::print(stderr, "moebench: warning: shard(s) {} of the sweep are missing from the inputs\n", s);
+    }
+  });
+}
+
+}  // namespace moe::app

@@ -1,0 +1,205 @@
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "app/commands.hpp"
+#include "app/problem_cli.hpp"
+#include "moe/cuda_device.hpp"
+#include "moe/error.hpp"
+#include "runtime/table.hpp"
+#include "tuner/problem.hpp"
+#include "tuner/runner.hpp"
+
+namespace moe::app {
+
+namespace {
+
+struct SweepArgs {
+  std::string what;
+  ProblemArgs problem;
+  std::string backend, space = "default", strategy = "halving", budget, devices = "all", shard = "0/1";
+  std::string out, tables, dist = "uniform", timer = "cold", progress;
+  std::string min_time = "1ms", max_time = "1s", max_noise = "1%", watchdog = "20s";
+  double zipf_s = 1.2;
+  int min_samples = 10, threads = 0;
+  std::uint64_t seed = 0;
+  bool resume = false, quiet = false, json = false, no_cupti = false;
+};
+
+// What `sweep <what>` covers, in pipeline order.
+// Extension point: the moe-layer unit (the whole pipeline as one benchmarkable unit, with a
+// per-stage breakdown) is added here as one more SweepUnit once it exists.
+std::vector<const FamilyDesc*> sweep_targets(const std::string& what, Backend b, bool& strict) {
+  strict = false;
+  if (what == "moe-layer")
+    throw Error("the moe-layer unit is not in this build yet: sweep its kernels with `moebench sweep all` or one family at a time");
+  if (what != "all") {
+    strict = true;
+    return {&family(what)};
+  }
+  std::vector<const FamilyDesc*> out;
+  std::string missing;
+  for (const FamilyDesc* f : families()) {
+    if (f->backend(b)) out.push_back(f);
+    else missing += (missing.empty() ? "" : ", ") + f->name;
+  }
+  if (!missing.empty())
+    fmt::print(stderr, "moebench: warning: {} {} no {} backend in this build: not swept\n", missing,
+               missing.find(',') == std::string::npos ? "has" : "have", backend_name(b));
+  if (out.empty()) throw Error(std::string("no kernel family has a ") + std::string(backend_name(b)) + " backend in this build");
+  return out;
+}
+
+std::vector<int> parse_devices(const std::string& text) {
+  const int n = cuda_device_count();
+  std::vector<int> out;
+  if (text == "all") {
+    for (int i = 0; i < n; ++i) out.push_back(i);
+    return out;
+  }
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end || v < 0) throw Error("--devices '" + text + "': use all or a list of GPU ordinals like 0,1,3");
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+std::vector<std::string> command_argv() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+  if (!args.empty()) args[0] = "moebench";
+  return args;
+}
+
+std::string shell_join(const std::vector<std::string>& args) {
+  std::string r;
+  for (auto& a : args) {
+    bool plain = !a.empty();
+    for (char c : a) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || std::string("-_./=,:%+@").find(c) != std::string::npos);
+    r += (r.empty() ? "" : " ") + (plain ? a : "'" + a + "'");
+  }
+  return r;
+}
+
+std::string default_out(const DeviceInfo& dev) {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
+  return "sweeps/" + runtime::device_slug(dev) + "-" + buf;
+}
+
+void run(const SweepArgs& a) {
+  const Backend backend =
+      a.backend.empty() ? (cuda_device_count() > 0 ? Backend::cuda : Backend::cpu) : parse_backend(a.backend);
+  tuner::SweepOptions o;
+  o.backend = backend;
+  if (backend == Backend::cuda) {
+    o.devices = parse_devices(a.devices);
+    if (o.devices.empty()) require_cuda_device(0);
+  }
+  bool strict = false;
+  for (const FamilyDesc* f : sweep_targets(a.what, backend, strict))
+    o.units.push_back({f, problem_params(*f, a.problem, strict)});
+  o.tokens = tuner::parse_token_list(a.problem.tokens);
+  o.threads = a.threads;
+  o.space = a.space;
+  o.strategy = tuner::parse_strategy(a.strategy);
+  o.budget = tuner::parse_budget(a.budget);
+  o.shard = tuner::parse_shard(a.shard);
+  o.resume = a.resume;
+  o.seed = a.seed;
+  o.timer = tuner::parse_timer_mode(a.timer);
+  o.cupti = !a.no_cupti;
+  if (a.dist == "uniform" || a.dist == "zipf") o.dist = a.dist;
+  else if (a.dist.size() > 4 && a.dist.substr(a.dist.size() - 4) == ".npy") o.replay = a.dist;
+  else throw Error("--dist '" + a.dist + "': use uniform, zipf or a captured FILE.npy (logits [N,E] or ids [N,k])");
+  o.zipf_s = a.zipf_s;
+  o.rule.min_samples = a.min_samples;
+  o.rule.max_noise = tuner::parse_fraction(a.max_noise, "--max-noise");
+  o.rule.min_time_s = tuner::parse_duration(a.min_time, "--min-time");
+  o.rule.max_time_s = tuner::parse_duration(a.max_time, "--max-time");
+  o.watchdog_s = tuner::parse_duration(a.watchdog, "--watchdog");
+  if (o.watchdog_s <= 0) throw Error("--watchdog must be positive");
+  const DeviceInfo dev = backend == Backend::cuda ? cuda_device_info(o.devices.front()) : cpu_device_info(a.threads);
+  std::vector<std::string> argv = command_argv();
+  o.command = shell_join(argv);
+  o.out_dir = a.out.empty() ? default_out(dev) : a.out;
+  if (a.tables != "none") o.tables_dir = a.tables.empty() ? runtime::default_table_dirs().front() : a.tables;
+  if (a.out.empty()) argv.insert(argv.end(), {"--out", o.out_dir});
+  bool has_resume = false;
+  for (auto& s : argv) has_resume = has_resume || s == "--resume";
+  if (!has_resume) argv.push_back("--resume");
+  o.resume_hint = shell_join(argv);
+  o.progress = a.json ? tuner::ProgressMode::json
+               : a.quiet ? tuner::ProgressMode::quiet
+               : a.progress.empty() ? tuner::default_progress_mode()
+                                    : tuner::parse_progress_mode(a.progress);
+
+  const tuner::SweepOutcome out = tuner::run_sweep(o);
+  if (o.progress == tuner::ProgressMode::json) {
+    nlohmann::json done = {{"event", "done"},          {"interrupted", out.interrupted}, {"results", out.results_path},
+                           {"journal", out.journal_path}, {"summary", out.summary_path},  {"tables", out.tables},
+                           {"wall_s", out.wall_s},        {"timed", out.timed},           {"candidates", out.candidates}};
+    if (out.interrupted) done["resume"] = o.resume_hint;
+    fmt::print("{}\n", done.dump());
+  } else {
+    fmt::print("{}\n", out.summary_md);
+    fmt::print("results: {} ({}), journal: {}\n", out.results_path, out.csv_path, out.journal_path);
+    for (auto& t : out.tables) fmt::print("table: {}\n", t);
+  }
+  std::fflush(stdout);
+  if (out.interrupted) {
+    fmt::print(stderr, "interrupted: resume with: {}\n", o.resume_hint);
+    throw CLI::RuntimeError(130);
+  }
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& root) {
+  auto a = std::make_shared<SweepArgs>();
+  auto* cmd = root.add_subcommand("sweep", "tune: time every valid config per problem and token count, write results and tables");
+  cmd->add_option("WHAT", a->what, "a kernel family, moe-layer, or all (every family in pipeline order)")->required();
+  add_problem_options(*cmd, a->problem, "default");
+  cmd->add_option("--backend", a->backend, "cpu | cuda (default: cuda when a GPU is visible)");
+  cmd->add_option("--devices", a->devices, "GPUs to use, one worker each: all | 0,1,...")->default_str("all");
+  cmd->add_option("--threads", a->threads, "cpu backend threads (0: all)");
+  cmd->add_option("--space", a->space, "default | full | FILE.json (a list of configs, or {family: [configs]})")
+      ->default_str("default");
+  cmd->add_option("--strategy", a->strategy, "exhaustive | random | halving")->default_str("halving");
+  cmd->add_option("--budget", a->budget, "TIME for the whole sweep (10m, 90s) or N candidates per point");
+  cmd->add_option("--shard", a->shard, "i/n: run the i-th of n deterministic parts (join them with `moebench merge`)")
+      ->default_str("0/1");
+  cmd->add_flag("--resume", a->resume, "continue the sweep whose journal is in --out, skipping what is done");
+  cmd->add_option("--out", a->out, "directory for the journal, results.json/.csv and summary.md")
+      ->default_str("sweeps/<device>-<time>");
+  cmd->add_option("--tables", a->tables, "where config tables go (none: write none)")
+      ->default_str("$MOEBENCH_TABLES or configs/");
+  cmd->add_option("--dist", a->dist, "routing: uniform | zipf | FILE.npy (captured logits or ids)")->default_str("uniform");
+  cmd->add_option("--zipf-s", a->zipf_s, "zipf exponent for --dist zipf")->default_str("1.2");
+  cmd->add_option("--seed", a->seed, "seed of every random input")->default_str("0");
+  cmd->add_option("--timer", a->timer, "cuda: cold (L2 flushed per sample, CUPTI) | hot (CUDA-graph batch)")
+      ->default_str("cold");
+  cmd->add_flag("--no-cupti", a->no_cupti, "cuda: time with CUDA events only");
+  cmd->add_option("--min-samples", a->min_samples, "samples before a candidate may stop")->default_str("10");
+  cmd->add_option("--max-noise", a->max_noise, "stop once the median's relative noise is below this")->default_str("1%");
+  cmd->add_option("--min-time", a->min_time, "measured time before a candidate may stop")->default_str("1ms");
+  cmd->add_option("--max-time", a->max_time, "time-out of one candidate's measurement")->default_str("1s");
+  cmd->add_option("--watchdog", a->watchdog, "a candidate silent this long (beyond --max-time) is killed: timeout")
+      ->default_str("20s");
+  cmd->add_option("--progress", a->progress, "tty | plain | json | quiet (default: tty on a terminal, else plain)");
+  cmd->add_flag("--quiet", a->quiet, "no progress lines (the summary is still printed)");
+  cmd->add_flag("--json", a->json, "progress as JSON events on stdout, for machines");
+  cmd->callback([a] { run(*a); });
+}
+
+}  // namespace moe::app

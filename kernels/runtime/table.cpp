@@ -1,0 +1,140 @@
+#include "runtime/table.hpp"
+
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include <nlohmann/json.hpp>
+
+#include "moe/error.hpp"
+#include "runtime/params_json.hpp"
+
+namespace fs = std::filesystem;
+
+namespace moe::runtime {
+
+std::string slugify(const std::string& name) {
+  std::string r;
+  bool dash = false;
+  for (unsigned char c : name) {
+    if (std::isalnum(c)) {
+      if (dash && !r.empty()) r += '-';
+      r += static_cast<char>(std::tolower(c));
+      dash = false;
+    } else {
+      dash = true;
+    }
+  }
+  return r.empty() ? "unknown" : r;
+}
+
+std::string device_slug(const DeviceInfo& dev) {
+  return dev.backend == Backend::cpu ? "cpu" : slugify(dev.name);
+}
+
+std::string problem_key(const Params& problem) {
+  Params p = problem;
+  p.erase("tokens");
+  return p.str();
+}
+
+std::string table_path(const std::string& dir, const std::string& device, const std::string& kernel,
+                       const std::string& key) {
+  return (fs::path(dir) / device / kernel / (key + ".json")).string();
+}
+
+std::vector<std::string> default_table_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("MOEBENCH_TABLES"); env && *env) {
+    std::string s = env;
+    std::size_t b = 0;
+    while (b <= s.size()) {
+      const std::size_t e = std::min(s.find(':', b), s.size());
+      if (e > b) dirs.push_back(s.substr(b, e - b));
+      b = e + 1;
+    }
+    if (!dirs.empty()) return dirs;
+  }
+  std::error_code ec;
+  if (fs::is_directory(MOEBENCH_SOURCE_CONFIG_DIR, ec)) dirs.push_back(MOEBENCH_SOURCE_CONFIG_DIR);
+  else dirs.push_back(MOEBENCH_CONFIG_INSTALL_DIR);
+  return dirs;
+}
+
+static std::int64_t parse_tokens_key(const std::string& k, const std::string& path) {
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(k, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != k.size() || v < 1)
+    throw Error("config table " + path + ": entry key '" + k + "' is not a token count; regenerate it with `moebench sweep`");
+  return v;
+}
+
+ConfigTable load_table(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read config table " + path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("config table " + path + " is not valid JSON (" + e.what() + "); regenerate it with `moebench sweep`");
+  }
+  const auto fail = [&](const std::string& what) {
+    return Error("config table " + path + ": " + what + "; regenerate it with `moebench sweep`");
+  };
+  if (!j.is_object() || j.value("schema", "") != kTableSchema)
+    throw fail(std::string("schema is not ") + kTableSchema);
+  ConfigTable t;
+  t.path = path;
+  try {
+    t.kernel = j.at("kernel").get<std::string>();
+    t.backend = j.value("backend", "");
+    t.device = j.value("device", "");
+    t.problem_key = j.value("problem_key", "");
+    for (auto& [k, e] : j.at("entries").items()) {
+      TableEntry te;
+      te.tokens = parse_tokens_key(k, path);
+      te.config = params_from_json(e.at("config"), "config table " + path + " entry " + k);
+      te.median_us = e.value("median_us", 0.0);
+      te.kept_default = e.value("kept_default", false);
+      if (e.contains("runner_up") && e["runner_up"].is_object()) {
+        te.has_runner_up = true;
+        te.runner_up = params_from_json(e["runner_up"].at("config"), "config table " + path + " runner-up " + k);
+        te.runner_up_median_us = e["runner_up"].value("median_us", 0.0);
+      }
+      t.entries[te.tokens] = std::move(te);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw fail(std::string("unexpected layout (") + e.what() + ")");
+  }
+  return t;
+}
+
+std::shared_ptr<const ConfigTable> cached_table(const std::string& path) {
+  struct Slot {
+    fs::file_time_type mtime;
+    std::shared_ptr<const ConfigTable> table;
+  };
+  static std::mutex mu;
+  static std::map<std::string, Slot> cache;
+  std::error_code ec;
+  const auto mtime = fs::last_write_time(path, ec);
+  std::lock_guard lock(mu);
+  if (ec) {
+    cache.erase(path);
+    return nullptr;
+  }
+  auto it = cache.find(path);
+  if (it != cache.end() && it->second.mtime == mtime) return it->second.table;
+  auto t = std::make_shared<const ConfigTable>(load_table(path));
+  cache[path] = Slot{mtime, t};
+  return t;
+}
+
+}  // namespace moe::runtime

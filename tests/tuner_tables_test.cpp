@@ -1,0 +1,141 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "moe/error.hpp"
+#include "runtime/table.hpp"
+#include "tuner/report.hpp"
+#include "tuner/results.hpp"
+#include "tuner/tables.hpp"
+
+using namespace moe::tuner;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("moebench-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::vector<double> around(double m, double spread, int n = 40) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(m * (1 + spread * ((i % 9) - 4) / 4.0));
+  return v;
+}
+
+// A journal of one problem: per token count, the default (tile 16) and two others with the
+// given medians; the point line names winner and runner-up as a search would.
+JournalContents journal(const std::map<int, std::array<double, 3>>& medians) {
+  JournalContents j;
+  j.header = {{"type", "header"}, {"schema", kJournalSchema}, {"device", "cpu: test"}, {"backend", "cpu"},
+              {"settings", {{"rule", {{"max_noise", 0.01}}}}}};
+  int pi = 0;
+  for (auto& [tokens, m] : medians) {
+    const std::string point = "scale/tokens=" + std::to_string(tokens);
+    j.lines.push_back({{"type", "prep"}, {"point", point}, {"bytes", 1e6}, {"flops", 1e6}});
+    const int tiles[3] = {16, 4, 64};
+    std::vector<std::pair<double, std::string>> ranked;
+    for (int c = 0; c < 3; ++c) {
+      const std::string key = "tile=" + std::to_string(tiles[c]);
+      j.lines.push_back({{"type", "eval"}, {"point", point}, {"point_index", pi}, {"kernel", "scale"},
+                         {"problem", {{"width", 64}, {"tokens", tokens}}}, {"problem_key", "width=64"},
+                         {"tokens", tokens}, {"cand_index", c}, {"config", {{"tile", tiles[c]}}}, {"config_key", key},
+                         {"is_default", c == 0}, {"round", 0}, {"status", "ok"}, {"validation", {{"ok", true}}},
+                         {"samples_us", around(m[c], 0.002)}, {"timer", "steady_clock"}});
+      ranked.emplace_back(m[c], key);
+    }
+    std::sort(ranked.begin(), ranked.end());
+    j.lines.push_back({{"type", "point"}, {"point", point}, {"point_index", pi}, {"kernel", "scale"},
+                       {"problem_key", "width=64"}, {"tokens", tokens}, {"evaluated", 3}, {"total", 3},
+                       {"winner", ranked[0].second}, {"runner_up", ranked[1].second}, {"default", "tile=16"}});
+    ++pi;
+  }
+  return j;
+}
+
+json meta() { return {{"device", "cpu: test"}, {"device_slug", "cpu"}, {"backend", "cpu"}, {"copy_bw_gbps", 10.0}}; }
+
+}  // namespace
+
+TEST(TunerTables, ResultsChooseWinnerOrKeepTheDefault) {
+  // tokens 1: tile 4 is 30% faster than the default; tokens 8: tile 64 is 0.5% faster (noise).
+  const json r = build_results(journal({{1, {100, 70, 130}}, {8, {100, 130, 99.5}}}), meta());
+  ASSERT_EQ(r["points"].size(), 2u);
+  const json& p1 = r["points"][0];
+  EXPECT_EQ(p1["chosen"]["config_key"], "tile=4");
+  EXPECT_FALSE(p1["kept_default"].get<bool>());
+  EXPECT_EQ(p1["runner_up"]["config_key"], "tile=16");
+  EXPECT_NEAR(p1["speedup_vs_default"].get<double>(), 100.0 / 70, 1e-2);
+  const double median = p1["chosen"]["median_us"].get<double>();
+  EXPECT_NEAR(median, 70, 0.5);
+  EXPECT_NEAR(p1["pct_peak"].get<double>(), 100 * (1e6 / (median * 1e-6) / 1e9) / 10.0, 1e-6);
+  const json& p8 = r["points"][1];
+  EXPECT_EQ(p8["winner"]["config_key"], "tile=64");
+  EXPECT_EQ(p8["chosen"]["config_key"], "tile=16");  // within noise: no churn
+  EXPECT_TRUE(p8["kept_default"].get<bool>());
+  EXPECT_EQ(p8["runner_up"]["config_key"], "tile=64");  // the measured winner is kept
+  EXPECT_DOUBLE_EQ(p8["speedup_vs_default"].get<double>(), 1.0);
+  const std::string md = markdown_summary(r);
+  EXPECT_NE(md.find("default kept"), std::string::npos) << md;
+  EXPECT_NE(md.find("6 of 6 candidates timed over 2 points"), std::string::npos) << md;
+  EXPECT_NE(md.find("1.43x"), std::string::npos) << md;
+}
+
+TEST(TunerTables, WrittenAtomicallyWithRunnerUpAndKeepingOtherEntries) {
+  const fs::path d = temp_dir("tables");
+  auto paths = write_tables(build_results(journal({{1, {100, 70, 130}}, {8, {100, 130, 99.5}}}), meta()), d.string());
+  ASSERT_EQ(paths.size(), 1u);
+  const std::string path = moe::runtime::table_path(d.string(), "cpu", "scale", "width=64");
+  EXPECT_EQ(paths[0], path);
+  auto t = moe::runtime::load_table(path);
+  ASSERT_EQ(t.entries.size(), 2u);
+  EXPECT_EQ(t.entries.at(1).config.i("tile"), 4);
+  EXPECT_TRUE(t.entries.at(1).has_runner_up);
+  EXPECT_EQ(t.entries.at(1).runner_up.i("tile"), 16);
+  EXPECT_TRUE(t.entries.at(8).kept_default);
+  EXPECT_EQ(t.entries.at(8).config.i("tile"), 16);
+
+  // Readers holding the old file keep reading a whole old file: the new one replaces it by rename.
+  std::ifstream old_reader(path);
+  // A second sweep of other token counts (and 8 again) merges into the table.
+  write_tables(build_results(journal({{8, {100, 50, 120}}, {64, {10, 12, 9}}}), meta()), d.string());
+  const std::string old_text((std::istreambuf_iterator<char>(old_reader)), std::istreambuf_iterator<char>());
+  EXPECT_NE(old_text.find("\"kept_default\": true"), std::string::npos);
+  t = moe::runtime::load_table(path);
+  ASSERT_EQ(t.entries.size(), 3u);
+  EXPECT_EQ(t.entries.at(1).config.i("tile"), 4);  // kept from the first sweep
+  EXPECT_EQ(t.entries.at(8).config.i("tile"), 4);  // replaced
+  EXPECT_EQ(t.entries.at(64).config.i("tile"), 64);
+  for (auto& e : fs::recursive_directory_iterator(d))
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << "left behind: " << e.path();
+  // Entries are in numeric token order, with the schema and provenance.
+  std::ifstream in(path);
+  const json j = json::parse(in);
+  EXPECT_EQ(j["schema"], moe::runtime::kTableSchema);
+  EXPECT_TRUE(j.contains("provenance"));
+  std::vector<std::string> keys;
+  for (auto& [k, v] : j["entries"].items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"1", "64", "8"}));  // nlohmann sorts on read; the file order is checked below
+  std::ifstream raw(path);
+  const std::string text((std::istreambuf_iterator<char>(raw)), std::istreambuf_iterator<char>());
+  EXPECT_LT(text.find("\"8\""), text.find("\"64\""));
+  fs::remove_all(d);
+}
+
+TEST(TunerTables, ResultsRoundTripAndCsv) {
+  const fs::path d = temp_dir("results-rt");
+  const json r = build_results(journal({{1, {100, 70, 130}}}), meta());
+  write_results((d / "results.json").string(), r);
+  EXPECT_EQ(read_results(d.string()), r);
+  const std::string csv = results_csv(r);
+  EXPECT_EQ(csv.rfind("kernel,backend,problem,tokens,config,", 0), 0u);
+  EXPECT_NE(csv.find("scale,cpu,width=64,1,tile=4,0,ok,40,"), std::string::npos) << csv;
+  std::ofstream(d / "bad.json") << R"({"schema": "something/else"})";
+  EXPECT_THROW(read_results((d / "bad.json").string()), moe::Error);
+  fs::remove_all(d);
+}

@@ -1,0 +1,105 @@
+#include "tuner/journal.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "moe/error.hpp"
+#include "tuner/line_io.hpp"
+
+namespace moe::tuner {
+
+JournalContents read_journal(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read journal " + path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  JournalContents j;
+  std::size_t b = 0;
+  bool first = true;
+  while (b < text.size()) {
+    std::size_t e = text.find('\n', b);
+    const bool complete = e != std::string::npos;
+    if (!complete) e = text.size();
+    const std::string line = text.substr(b, e - b);
+    b = e + 1;
+    if (line.empty()) continue;
+    json v;
+    try {
+      v = json::parse(line);
+    } catch (const json::exception&) {
+      if (!complete || b >= text.size()) {
+        j.torn_tail = true;  // killed mid-write: the record never happened
+        break;
+      }
+      throw Error("journal " + path + " is corrupt: a line in the middle is not JSON (" + line.substr(0, 80) + ")");
+    }
+    if (!complete) {
+      j.torn_tail = true;
+      break;
+    }
+    if (first) {
+      if (v.value("type", "") != "header" || v.value("schema", "") != kJournalSchema)
+        throw Error(path + " is not a moebench journal (its first line is not a " + kJournalSchema + " header)");
+      j.header = std::move(v);
+      first = false;
+    } else {
+      j.lines.push_back(std::move(v));
+    }
+  }
+  if (first) throw Error("journal " + path + " is empty: delete it and start the sweep without --resume");
+  return j;
+}
+
+void check_resumable(const json& found, const json& expected, const std::string& path) {
+  auto field = [](const json& j, const char* k) { return j.contains(k) ? j[k].dump() : std::string("(none)"); };
+  auto refuse = [&](const std::string& what, const char* k) {
+    return Error("cannot resume from " + path + ": it was written " + what + " (" + field(found, k) + ", this run: " +
+                 field(expected, k) + "). Resume with the same binary, device and arguments, or start a new sweep with another --out");
+  };
+  if (found.value("device", "") != expected.value("device", "") || found.value("backend", "") != expected.value("backend", ""))
+    throw refuse("on another device", "device");
+  if (found.value("binary", "") != expected.value("binary", "")) throw refuse("by another moebench binary", "binary");
+  if (found.value("fingerprint", "") != expected.value("fingerprint", ""))
+    throw refuse("for another space (families, problems, token counts or configs differ)", "fingerprint");
+  if (found.value("shard", json()) != expected.value("shard", json())) throw refuse("by another shard", "shard");
+  if (found.value("settings", json()) != expected.value("settings", json()))
+    throw refuse("with other search settings (strategy, seed, timer, routing or stopping rule)", "settings");
+}
+
+JournalWriter::JournalWriter(const std::string& path, const json& header, bool fresh) : path_(path) {
+  if (fresh) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0 && errno == EEXIST)
+      throw Error(path + " already exists: add --resume to continue that sweep, or choose another --out");
+    if (fd_ < 0) throw Error("cannot create journal " + path + ": " + std::strerror(errno));
+    append(header);
+    return;
+  }
+  const JournalContents j = read_journal(path);
+  if (j.torn_tail) {
+    // Cut the torn line so the next record starts on a line of its own.
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto last_nl = text.rfind('\n');
+    if (::truncate(path.c_str(), last_nl == std::string::npos ? 0 : static_cast<off_t>(last_nl + 1)) != 0)
+      throw Error("cannot repair the torn last line of " + path + ": " + std::strerror(errno));
+  }
+  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd_ < 0) throw Error("cannot open journal " + path + " for appending: " + std::strerror(errno));
+}
+
+JournalWriter::~JournalWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void JournalWriter::append(const json& line) {
+  const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::lock_guard lock(mu_);
+  if (!write_line(fd_, text)) throw Error("cannot write to journal " + path_ + ": " + std::strerror(errno));
+  ::fdatasync(fd_);
+}
+
+}  // namespace moe::tuner

@@ -1,0 +1,142 @@
+#include "tuner/plan.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include "moe/error.hpp"
+#include "tuner/harness.hpp"
+#include "tuner/json_io.hpp"
+
+namespace moe::tuner {
+
+std::string fingerprint_of(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::vector<int> shard_points(int n, int index, int count) {
+  if (count < 1 || index < 0 || index >= count) throw Error("shard " + std::to_string(index) + "/" + std::to_string(count) + " is out of range");
+  std::vector<int> r;
+  for (int i = index; i < n; i += count) r.push_back(i);
+  return r;
+}
+
+namespace {
+
+json load_space_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("--space " + path + ": cannot read it (use default, full, or a JSON file of configs)");
+  try {
+    json j = json::parse(in);
+    if (!j.is_array() && !j.is_object()) throw Error("");
+    return j;
+  } catch (const std::exception&) {
+    throw Error("--space " + path + " is not a JSON list of configs (e.g. [{\"tile\": 16}]) or an object {family: [configs]}");
+  }
+}
+
+std::vector<Candidate> file_candidates(const json& space, const std::string& path, const FamilyDesc& f, Backend b,
+                                       const Params& problem, const DeviceInfo& dev) {
+  const json* list = &space;
+  if (space.is_object()) {
+    if (!space.contains(f.name)) return {};
+    list = &space[f.name];
+  }
+  if (!list->is_array()) throw Error("--space " + path + ": the configs of " + f.name + " are not a JSON list");
+  std::vector<Candidate> out;
+  for (auto& item : *list) {
+    Candidate c;
+    c.config = params_from_json(item, "--space " + path + " config");
+    try {
+      c.config = complete_config(f, b, problem, c.config, dev);
+    } catch (const Error& e) {
+      c.invalid_reason = e.what();
+      // Complete it anyway where possible, so it is recorded under the same key as the space's configs.
+      try {
+        Params full = c.config;
+        const Params def = f.need_backend(b).default_config(problem, dev);
+        for (auto& [k, v] : def.values())
+          if (!full.has(k)) full.set(k, v);
+        c.config = complete(f.need_backend(b).config_params, full, f.name + " config");
+      } catch (const Error&) {
+      }
+    }
+    c.key = c.config.str();
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
+Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64_t>& tokens, Backend backend,
+               const DeviceInfo& dev, const std::string& space) {
+  Plan plan;
+  json file;
+  const bool from_file = space != "default" && space != "full";
+  if (from_file) file = load_space_file(space);
+  std::string canon;
+  for (const SweepUnit& u : units) {
+    const FamilyDesc& f = *u.family;
+    const BackendImpl& impl = f.need_backend(backend);
+    for (std::int64_t t : tokens) {
+      PlanPoint pt;
+      pt.index = static_cast<int>(plan.points.size());
+      pt.family = &f;
+      pt.problem = u.problem;
+      pt.problem.set("tokens", t);
+      pt.tokens = t;
+      pt.key = f.name + "/" + pt.problem.str();
+      pt.label = f.name + " T=" + std::to_string(t);
+      try {
+        pt.problem = complete(f.problem_params, pt.problem, "family '" + f.name + "'");
+        if (f.check_problem) f.check_problem(pt.problem);
+        const Params def = complete_config(f, backend, pt.problem, impl.default_config(pt.problem, dev), dev);
+        std::vector<Candidate> cands;
+        if (from_file) {
+          cands = file_candidates(file, space, f, backend, pt.problem, dev);
+        } else {
+          for (const Params& cfg : impl.space(pt.problem, dev, space == "full")) {
+            Candidate c;
+            c.config = complete(impl.config_params, cfg, f.name + " space config");
+            c.key = c.config.str();
+            cands.push_back(std::move(c));
+          }
+        }
+        std::set<std::string> seen;
+        bool have_default = false;
+        for (auto& c : cands) {
+          if (!seen.insert(c.key).second) continue;
+          c.is_default = c.key == def.str();
+          have_default = have_default || c.is_default;
+          pt.candidates.push_back(std::move(c));
+        }
+        if (!have_default) {
+          Candidate c;
+          c.config = def;
+          c.key = def.str();
+          c.is_default = true;
+          pt.candidates.insert(pt.candidates.begin(), std::move(c));
+        }
+      } catch (const Error& e) {
+        pt.skip = e.what();
+        pt.candidates.clear();
+      }
+      canon += pt.key + (pt.skip.empty() ? "" : " skip") + "\n";
+      for (auto& c : pt.candidates) canon += "  " + c.key + (c.is_default ? " *" : "") + "\n";
+      plan.total_candidates += static_cast<int>(pt.candidates.size());
+      plan.points.push_back(std::move(pt));
+    }
+  }
+  plan.fingerprint = fingerprint_of(std::string(backend_name(backend)) + "\n" + canon);
+  return plan;
+}
+
+}  // namespace moe::tuner

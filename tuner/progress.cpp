@@ -1,0 +1,142 @@
+#include "tuner/progress.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "moe/error.hpp"
+#include "tuner/units.hpp"
+
+namespace moe::tuner {
+
+ProgressMode parse_progress_mode(const std::string& s) {
+  if (s == "tty") return ProgressMode::tty;
+  if (s == "plain") return ProgressMode::plain;
+  if (s == "json") return ProgressMode::json;
+  if (s == "quiet") return ProgressMode::quiet;
+  throw Error("unknown progress mode '" + s + "': use tty, plain, json or quiet");
+}
+
+ProgressMode default_progress_mode() { return ::isatty(2) ? ProgressMode::tty : ProgressMode::plain; }
+
+Progress::Progress(ProgressMode mode, int devices, int total_candidates, int total_points, double plain_period_s)
+    : mode_(mode),
+      lines_(static_cast<std::size_t>(std::max(devices, 1))),
+      total_cands_(total_candidates),
+      total_points_(total_points),
+      period_s_(plain_period_s),
+      t0_(std::chrono::steady_clock::now()),
+      last_draw_(t0_) {
+  event({{"event", "start"}, {"devices", devices}, {"candidates", total_candidates}, {"points", total_points}});
+}
+
+Progress::~Progress() { finish(); }
+
+double Progress::eta_s() const {
+  const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  if (done_cands_ <= 0 || total_cands_ <= 0) return -1;
+  const double frac = std::min(1.0, static_cast<double>(done_cands_) / total_cands_);
+  return frac > 0 ? el / frac * (1 - frac) : -1;
+}
+
+std::string Progress::line_text(int dev) const {
+  const Line& l = lines_[dev];
+  const double eta = eta_s();
+  std::string s = fmt::format("[dev {}] {}/{} candidates, {}/{} points", dev, done_cands_, total_cands_, done_points_,
+                              total_points_);
+  if (!l.point.empty()) s += " | " + l.point + " " + l.config;
+  if (l.best_us > 0) s += fmt::format(" | best {:.3f} us", l.best_us);
+  if (eta >= 0) s += " | ETA " + human_duration(eta);
+  return s;
+}
+
+void Progress::clear_live() {
+  for (int i = 0; i < drawn_; ++i) std::fputs("\x1b[1A\x1b[2K", stderr);
+  drawn_ = 0;
+}
+
+void Progress::redraw(bool force) {
+  const auto now = std::chrono::steady_clock::now();
+  const double since = std::chrono::duration<double>(now - last_draw_).count();
+  if (mode_ == ProgressMode::tty) {
+    if (!force && since < 0.1) return;
+    clear_live();
+    for (std::size_t d = 0; d < lines_.size(); ++d) {
+      std::string t = line_text(static_cast<int>(d));
+      if (t.size() > 160) t = t.substr(0, 157) + "...";
+      std::fprintf(stderr, "%s\n", t.c_str());
+    }
+    drawn_ = static_cast<int>(lines_.size());
+    std::fflush(stderr);
+  } else if (mode_ == ProgressMode::plain) {
+    if (!force && since < period_s_) return;
+    for (std::size_t d = 0; d < lines_.size(); ++d) std::fprintf(stderr, "%s\n", line_text(static_cast<int>(d)).c_str());
+    std::fflush(stderr);
+  }
+  last_draw_ = now;
+}
+
+void Progress::candidate_started(int dev, const std::string& point, const std::string& config) {
+  std::lock_guard lock(mu_);
+  Line& l = lines_.at(dev);
+  if (l.point != point) l.best_us = 0;
+  l.point = point;
+  l.config = config;
+  event({{"event", "candidate"}, {"device", dev}, {"point", point}, {"config", config}});
+  redraw(false);
+}
+
+void Progress::candidate_finished(int dev, const std::string& status, double median_us, bool counted) {
+  std::lock_guard lock(mu_);
+  Line& l = lines_.at(dev);
+  if (counted) ++done_cands_;
+  if (status == "ok" && median_us > 0 && (l.best_us == 0 || median_us < l.best_us)) l.best_us = median_us;
+  event({{"event", "result"}, {"device", dev}, {"point", l.point}, {"config", l.config}, {"status", status},
+         {"median_us", median_us}, {"done", done_cands_}, {"total", total_cands_}});
+  redraw(false);
+}
+
+void Progress::point_finished(int dev, const std::string& point, const std::string& best, double best_us, int evaluated,
+                              int total, int unvisited) {
+  std::lock_guard lock(mu_);
+  done_cands_ += unvisited;
+  ++done_points_;
+  event({{"event", "point"}, {"device", dev}, {"point", point}, {"best", best}, {"best_us", best_us},
+         {"evaluated", evaluated}, {"total", total}, {"points_done", done_points_}, {"points", total_points_}});
+  if (mode_ == ProgressMode::plain) {
+    std::fprintf(stderr, "done %s: best %s %.3f us (%d/%d timed) [%d/%d points]\n", point.c_str(), best.c_str(), best_us,
+                 evaluated, total, done_points_, total_points_);
+    std::fflush(stderr);
+  }
+  redraw(mode_ == ProgressMode::tty);
+}
+
+void Progress::message(const std::string& text) {
+  std::lock_guard lock(mu_);
+  if (mode_ == ProgressMode::quiet) return;
+  if (mode_ == ProgressMode::json) {
+    event({{"event", "message"}, {"text", text}});
+    return;
+  }
+  if (mode_ == ProgressMode::tty) clear_live();
+  std::fprintf(stderr, "%s\n", text.c_str());
+  if (mode_ == ProgressMode::tty) redraw(true);
+  std::fflush(stderr);
+}
+
+void Progress::event(const json& e) {
+  if (mode_ != ProgressMode::json) return;
+  json ev = e;
+  ev["t_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  std::fprintf(stdout, "%s\n", ev.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+  std::fflush(stdout);
+}
+
+void Progress::finish() {
+  std::lock_guard lock(mu_);
+  if (mode_ == ProgressMode::tty && drawn_ > 0) {
+    redraw(true);
+    drawn_ = 0;  // leave the final lines on screen
+  }
+}
+
+}  // namespace moe::tuner

@@ -1,0 +1,85 @@
+#include "tuner/report.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <vector>
+
+#include "tuner/units.hpp"
+
+namespace moe::tuner {
+
+namespace {
+
+std::string num(const json& j, const char* k, const char* f) {
+  if (!j.contains(k) || !j[k].is_number()) return "-";
+  return fmt::format(fmt::runtime(f), j[k].get<double>());
+}
+
+}  // namespace
+
+std::string markdown_summary(const json& results) {
+  const json& meta = results.value("meta", json::object());
+  std::string md;
+  std::string timer;
+  if (meta.contains("timer")) {
+    const std::string mode = meta["timer"].value("mode", ""), used = meta["timer"].value("used", "");
+    timer = used.empty() || used == mode ? mode : mode + ", " + used;
+  }
+  md += fmt::format("# moebench sweep on {} ({})\n\n", meta.value("device", "?"), meta.value("backend", "?"));
+  int timed = 0, space = 0, points = 0;
+  std::map<std::string, int> bad;
+  for (auto& p : results["points"]) {
+    timed += p.value("evaluated", 0);
+    space += p.value("total", 0);
+    ++points;
+  }
+  for (auto& r : results["records"])
+    if (r.value("status", "") != "ok") ++bad[r.value("status", "")];
+  md += fmt::format("- wall time {}{}; {} of {} candidates timed over {} points ({} search, timer {})\n",
+                    human_duration(meta.value("wall_s", 0.0)), meta.value("resumed", false) ? " (this run, resumed)" : "",
+                    timed, space, points, meta.value("strategy", "?"), timer);
+  if (meta.contains("timer") && meta["timer"].contains("notes"))
+    for (auto& n : meta["timer"]["notes"]) md += "- timer note: " + n.get<std::string>() + "\n";
+  if (meta.value("copy_bw_gbps", 0.0) > 0)
+    md += fmt::format("- measured copy bandwidth {:.0f} GB/s (100% of peak in the table)\n", meta["copy_bw_gbps"].get<double>());
+  if (!bad.empty()) {
+    std::string s;
+    for (auto& [k, v] : bad) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", v, k);
+    md += "- not usable: " + s + " (details in results.json)\n";
+  }
+  if (meta.contains("skipped") && !meta["skipped"].empty())
+    for (auto& s : meta["skipped"]) md += "- skipped: " + s.get<std::string>() + "\n";
+  // Group points by kernel and problem, keeping sweep order.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const json*>> groups;
+  for (auto& p : results["points"]) {
+    const std::string k = p.value("kernel", "") + "  " + p.value("problem_key", "");
+    if (!groups.count(k)) order.push_back(k);
+    groups[k].push_back(&p);
+  }
+  for (auto& k : order) {
+    md += "\n## " + k + "\n\n";
+    md += "| tokens | chosen config | median us | vs default | GB/s | TFLOP/s | % of peak | timed |\n";
+    md += "|---:|---|---:|---:|---:|---:|---:|---:|\n";
+    for (const json* p : groups[k]) {
+      if (!p->contains("chosen")) {
+        md += fmt::format("| {} | {} | - | - | - | - | - | {}/{} |\n", p->value("tokens", 0),
+                          p->contains("error") ? "error: " + (*p)["error"].get<std::string>() : std::string("no valid config"),
+                          p->value("evaluated", 0), p->value("total", 0));
+        continue;
+      }
+      const json& c = (*p)["chosen"];
+      std::string cfg = c.value("config_key", "");
+      if (p->value("kept_default", false)) cfg += " (default kept: winner within noise)";
+      else if (p->contains("default") && (*p)["default"].value("config_key", "") == c.value("config_key", "")) cfg += " (default)";
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {}/{} |\n", p->value("tokens", 0), cfg,
+                        num(c, "median_us", "{:.3f}"), num(*p, "speedup_vs_default", "{:.2f}x"), num(*p, "gbps", "{:.1f}"),
+                        num(*p, "tflops", "{:.2f}"), num(*p, "pct_peak", "{:.1f}"), p->value("evaluated", 0),
+                        p->value("total", 0));
+    }
+  }
+  return md;
+}
+
+}  // namespace moe::tuner
