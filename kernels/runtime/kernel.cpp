@@ -1,0 +1,185 @@
+#include <algorithm>
+#include <cstdlib>
+
+#include "moe/cuda_device.hpp"
+#include "moe/error.hpp"
+#include "moe/moe.hpp"
+#include "runtime/lookup.hpp"
+#include "runtime/table.hpp"
+
+namespace moe {
+
+struct Kernel::Impl {
+  const FamilyDesc* family = nullptr;
+  const BackendImpl* backend = nullptr;
+  Params problem;
+  DeviceInfo dev;
+  // Sorted by token count; config(tokens) picks the nearest key in log2 distance.
+  std::vector<std::int64_t> keys;
+  std::vector<Params> configs;
+  std::vector<std::string> reasons;
+};
+
+namespace {
+
+std::vector<std::string> table_dirs(const KernelOptions& o) {
+  if (!o.table_dirs.empty()) return o.table_dirs;
+  return runtime::default_table_dirs();
+}
+
+// Nearest key in |log2(key/tokens)|, ties to the smaller key, by comparing key*key with
+// tokens*tokens products so no logarithm or allocation is needed.
+std::size_t nearest_index(const std::vector<std::int64_t>& keys, std::int64_t tokens) {
+  auto it = std::lower_bound(keys.begin(), keys.end(), tokens);
+  if (it == keys.begin()) return 0;
+  if (it == keys.end()) return keys.size() - 1;
+  if (*it == tokens) return static_cast<std::size_t>(it - keys.begin());
+  const std::int64_t hi = *it, lo = *(it - 1);
+  // log2(hi/t) < log2(t/lo)  <=>  hi*lo < t*t
+  const long double prod = static_cast<long double>(hi) * lo, sq = static_cast<long double>(tokens) * tokens;
+  return static_cast<std::size_t>((prod < sq ? it : it - 1) - keys.begin());
+}
+
+}  // namespace
+
+Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.family = &moe::family(name);
+  m.backend = &m.family->need_backend(o.backend);
+  if (o.backend == Backend::cuda) {
+    require_cuda_device(o.device);
+    m.dev = cuda_device_info(o.device);
+  } else {
+    m.dev = cpu_device_info();
+  }
+  Params p = problem;
+  if (p.has("tokens")) throw Error("moe::Kernel: the problem must not include tokens (they are given per call)");
+  p.set("tokens", std::int64_t{1});
+  m.problem = complete(m.family->problem_params, p, "family '" + name + "'");
+  if (m.family->check_problem) m.family->check_problem(m.problem);
+
+  auto resolve = [&](std::int64_t tokens, const Params* given, std::string why) {
+    Params q = m.problem;
+    q.set("tokens", tokens);
+    Params c;
+    if (given) {
+      c = *given;
+    } else {
+      const runtime::Choice ch = runtime::choose_config(*m.family, o.backend, q, m.dev, table_dirs(o), o.quiet);
+      c = ch.config;
+      if (why.empty()) why = ch.reason;
+    }
+    for (auto& [k, v] : m.backend->default_config(q, m.dev).values())
+      if (!c.has(k)) c.set(k, v);
+    c = complete(m.backend->config_params, c, name + " config");
+    if (m.backend->invalid_reason)
+      if (auto bad = m.backend->invalid_reason(q, c, m.dev); !bad.empty())
+        throw Error(name + " config " + c.str() + " is invalid at " + std::to_string(tokens) + " tokens: " + bad);
+    m.keys.push_back(tokens);
+    m.configs.push_back(std::move(c));
+    m.reasons.push_back(std::move(why));
+  };
+
+  if (o.config) {
+    resolve(1, &*o.config, "explicit config");
+    return;
+  }
+  // The table's own keys when there is one; else the default grid, so the family default can
+  // still follow the token count.
+  std::shared_ptr<const runtime::ConfigTable> table;
+  std::string path;
+  for (const auto& dir : table_dirs(o)) {
+    path = runtime::table_path(dir, runtime::device_slug(m.dev), m.family->name, runtime::problem_key(m.problem));
+    if ((table = runtime::cached_table(path))) break;
+  }
+  std::vector<std::int64_t> grid;
+  if (table)
+    for (auto& [t, e] : table->entries) grid.push_back(t);
+  if (grid.empty()) grid = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+  for (std::int64_t t : grid) resolve(t, nullptr, "");
+}
+
+Kernel::~Kernel() = default;
+Kernel::Kernel(Kernel&&) noexcept = default;
+Kernel& Kernel::operator=(Kernel&&) noexcept = default;
+
+const FamilyDesc& Kernel::family() const { return *impl_->family; }
+const Params& Kernel::problem() const { return impl_->problem; }
+
+const Params& Kernel::config(std::int64_t tokens) const { return impl_->configs[nearest_index(impl_->keys, tokens)]; }
+
+std::string Kernel::describe(std::int64_t tokens) const {
+  const std::size_t i = nearest_index(impl_->keys, tokens);
+  return impl_->family->name + " at " + std::to_string(tokens) + " tokens: " + impl_->configs[i].str() + " (" +
+         impl_->reasons[i] + ")";
+}
+
+std::size_t Kernel::workspace_bytes(std::int64_t tokens) const {
+  if (!impl_->backend->workspace_bytes) return 0;
+  Params q = impl_->problem;
+  q.set("tokens", tokens);
+  return impl_->backend->workspace_bytes(q, config(tokens));
+}
+
+void Kernel::run(std::int64_t tokens, const RefMap& in, const RefMap& out, void* stream, void* workspace,
+                 std::size_t ws_bytes) const {
+  Params q = impl_->problem;
+  q.set("tokens", tokens);
+  const Params& c = config(tokens);
+  if (impl_->backend->workspace_bytes) {
+    const std::size_t need_ws = impl_->backend->workspace_bytes(q, c);
+    if (ws_bytes < need_ws)
+      throw Error(impl_->family->name + ": needs a workspace of " + std::to_string(need_ws) + " bytes at " +
+                  std::to_string(tokens) + " tokens, got " + std::to_string(ws_bytes) +
+                  " (size it with Kernel::workspace_bytes)");
+  }
+  LaunchContext ctx;
+  ctx.stream = stream;
+  ctx.threads = impl_->dev.threads;
+  ctx.workspace = workspace;
+  ctx.workspace_bytes = ws_bytes;
+  impl_->backend->run(q, c, in, out, ctx);
+}
+
+static std::int64_t rows_of(const TensorRef& t, const char* what) {
+  if (t.shape.empty()) throw Error(std::string(what) + " must have a token dimension");
+  return t.shape[0];
+}
+
+void router(const Kernel& k, TensorRef logits, const TensorRef* bias, TensorRef weights, TensorRef ids, void* stream) {
+  RefMap in{{"logits", logits}};
+  if (bias) in["bias"] = *bias;
+  k.run(rows_of(logits, "logits"), in, {{"weights", weights}, {"ids", ids}}, stream);
+}
+
+void dispatch(const Kernel& k, TensorRef x, TensorRef ids, TensorRef offsets, TensorRef src, TensorRef dst,
+              TensorRef x_sorted, void* stream, void* ws, std::size_t ws_bytes) {
+  k.run(rows_of(x, "x"), {{"x", x}, {"ids", ids}},
+        {{"offsets", offsets}, {"src", src}, {"dst", dst}, {"x_sorted", x_sorted}}, stream, ws, ws_bytes);
+}
+
+void gmm_up(const Kernel& k, std::int64_t tokens, TensorRef x_sorted, TensorRef offsets, TensorRef w13, TensorRef h,
+            void* stream, void* ws, std::size_t ws_bytes) {
+  k.run(tokens, {{"x_sorted", x_sorted}, {"offsets", offsets}, {"w13", w13}}, {{"h", h}}, stream, ws, ws_bytes);
+}
+
+void gmm_down(const Kernel& k, std::int64_t tokens, TensorRef h, TensorRef offsets, TensorRef w2,
+              const TensorRef* row_weight, TensorRef y_sorted, void* stream, void* ws, std::size_t ws_bytes) {
+  RefMap in{{"h", h}, {"offsets", offsets}, {"w2", w2}};
+  if (row_weight) in["row_weight"] = *row_weight;
+  k.run(tokens, in, {{"y_sorted", y_sorted}}, stream, ws, ws_bytes);
+}
+
+void combine(const Kernel& k, TensorRef y_sorted, TensorRef dst, TensorRef weights, TensorRef out, void* stream) {
+  k.run(rows_of(weights, "weights"), {{"y_sorted", y_sorted}, {"dst", dst}, {"weights", weights}}, {{"out", out}},
+        stream);
+}
+
+void moe_layer(const Kernel& k, TensorRef logits, const TensorRef* bias, TensorRef x, TensorRef w13, TensorRef w2,
+               TensorRef out, void* stream, void* ws, std::size_t ws_bytes) {
+  RefMap in{{"logits", logits}, {"x", x}, {"w13", w13}, {"w2", w2}};
+  if (bias) in["bias"] = *bias;
+  k.run(rows_of(x, "x"), in, {{"out", out}}, stream, ws, ws_bytes);
+}
+
+}  // namespace moe
