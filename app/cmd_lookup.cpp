@@ -47,7 +47,7 @@ void add_lookup_command(CLI::App& root) {
   add_problem_options(*cmd, a->problem, "");
   cmd->add_option("--backend", a->backend, "cpu | cuda (default: cuda when a GPU is visible)");
   cmd->add_option("--device", a->device, "CUDA ordinal, or a device name to read its tables without it");
-  cmd->add_option("--tables", a->tables, "table directory (default: $MOEBENCH_TABLES, else the shipped configs/)");
+  cmd->add_option("--tables", a->tables, "table directory (default: $MOEBENCH_CONFIG_DIR, else the shipped configs/)");
   cmd->add_option("--threads", a->threads, "cpu backend threads (0: all)");
   cmd->add_flag("--json", a->json, "one JSON object per token count");
   cmd->callback([a] {

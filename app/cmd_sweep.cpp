@@ -183,7 +183,7 @@ void add_sweep_command(CLI::App& root) {
   cmd->add_option("--out", a->out, "directory for the journal, results.json/.csv and summary.md")
       ->default_str("sweeps/<device>-<time>");
   cmd->add_option("--tables", a->tables, "where config tables go (none: write none)")
-      ->default_str("$MOEBENCH_TABLES or configs/");
+      ->default_str("$MOEBENCH_CONFIG_DIR or configs/");
   cmd->add_option("--dist", a->dist, "routing: uniform | zipf | FILE.npy (captured logits or ids)")->default_str("uniform");
   cmd->add_option("--zipf-s", a->zipf_s, "zipf exponent for --dist zipf")->default_str("1.2");
   cmd->add_option("--seed", a->seed, "seed of every random input")->default_str("0");

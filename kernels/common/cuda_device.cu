@@ -23,6 +23,12 @@ int cuda_device_count() {
   return n;
 }
 
+int cuda_current_device() {
+  int d = 0;
+  cuda_check(cudaGetDevice(&d), "cudaGetDevice");
+  return d;
+}
+
 DeviceInfo cuda_device_info(int ordinal) {
   cudaDeviceProp p{};
   cuda_check(cudaGetDeviceProperties(&p, ordinal), "cudaGetDeviceProperties");

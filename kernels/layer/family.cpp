@@ -13,7 +13,10 @@
 #include "dispatch/family.hpp"
 #include "gmm/family.hpp"
 #include "layer/stages.hpp"
+#include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
+#include "runtime/lookup.hpp"
+#include "runtime/table.hpp"
 #include "router/family.hpp"
 
 namespace moe {
@@ -38,17 +41,24 @@ std::vector<ParamSpec> layer_config_params() {
 std::int64_t K_of(const Params& p) { return p.i("topk") + p.i("shared"); }
 std::int64_t Et_of(const Params& p) { return p.i("experts") + p.i("shared"); }
 
-// Stage config from the layer config's text ("auto" or NAME=VALUE;...).
+// Stage config from the layer config's text: "auto" is what runtime dispatch picks from the
+// tuned tables (the family default with one warning when a table is missing), else
+// NAME=VALUE;... over the family default.
 Params stage_config(const FamilyDesc& f, Backend b, const Params& stage_problem, const std::string& text,
                     const DeviceInfo& dev) {
   const BackendImpl& impl = f.need_backend(b);
+  if (text == "auto") return runtime::choose_config(f, b, stage_problem, dev, runtime::default_table_dirs()).config;
   Params c = impl.default_config(stage_problem, dev);
-  if (text != "auto") {
-    std::string commas = text;
-    std::replace(commas.begin(), commas.end(), ';', ',');
-    for (auto& [k, v] : parse_assignments(impl.config_params, commas, "layer stage " + f.name).values()) c.set(k, v);
-  }
+  std::string commas = text;
+  std::replace(commas.begin(), commas.end(), ';', ',');
+  const Params given = parse_assignments(impl.config_params, commas, "layer stage " + f.name);
+  for (auto& [k, v] : given.values()) c.set(k, v);
   return complete(impl.config_params, c, f.name + " config");
+}
+
+DeviceInfo device_of(Backend b, const LaunchContext& ctx) {
+  if (b == Backend::cuda) return cuda_device_info(cuda_current_device());
+  return cpu_device_info(ctx.threads);
 }
 
 // The intermediates between stages, sized for the worst-case row count.
@@ -78,9 +88,7 @@ std::size_t stage_workspace(const Params& L, Backend b, const Params& config, co
 // Runs the five stages through their families' backends, intermediates carved from the workspace.
 void run_layer(Backend b, const Params& L, const Params& config, const RefMap& in, const RefMap& out,
                const LaunchContext& ctx) {
-  DeviceInfo dev;  // space/default depend on the device only through limits the default respects
-  dev.backend = b;
-  dev.threads = ctx.threads;
+  const DeviceInfo dev = device_of(b, ctx);
   auto* base = static_cast<std::byte*>(ctx.workspace);
   std::size_t used = 0;
   RefMap mid;
@@ -139,9 +147,7 @@ BackendImpl layer_backend(Backend b) {
   impl.workspace_bytes = [b](const Params& L, const Params& c) {
     std::size_t n = 0;
     for (const TensorSpec& s : intermediates(L)) n += round_up(static_cast<std::size_t>(numel(s.shape)) * dtype_size(s.dtype));
-    DeviceInfo dev;
-    dev.backend = b;
-    return n + stage_workspace(L, b, c, dev);
+    return n + stage_workspace(L, b, c, b == Backend::cuda ? cuda_device_info(cuda_current_device()) : cpu_device_info());
   };
   impl.run = [b](const Params& L, const Params& c, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
     run_layer(b, L, c, in, out, ctx);

@@ -69,7 +69,8 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
       c = ch.config;
       if (why.empty()) why = ch.reason;
     }
-    for (auto& [k, v] : m.backend->default_config(q, m.dev).values())
+    const Params def = m.backend->default_config(q, m.dev);  // named: a range-for over a temporary's member dangles
+    for (auto& [k, v] : def.values())
       if (!c.has(k)) c.set(k, v);
     c = complete(m.backend->config_params, c, name + " config");
     if (m.backend->invalid_reason)
@@ -82,6 +83,11 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
 
   if (o.config) {
     resolve(1, &*o.config, "explicit config");
+    return;
+  }
+  // Nothing to tune (the layer: its stages look up their own tables), so no table to find.
+  if (const auto only = m.backend->space(m.problem, m.dev, true); only.size() == 1) {
+    resolve(1, &only.front(), "the family's only config");
     return;
   }
   // The table's own keys when there is one; else the default grid, so the family default can
@@ -110,8 +116,10 @@ const Params& Kernel::config(std::int64_t tokens) const { return impl_->configs[
 
 std::string Kernel::describe(std::int64_t tokens) const {
   const std::size_t i = nearest_index(impl_->keys, tokens);
-  return impl_->family->name + " at " + std::to_string(tokens) + " tokens: " + impl_->configs[i].str() + " (" +
-         impl_->reasons[i] + ")";
+  std::string why = impl_->reasons[i];
+  if (impl_->keys.size() > 1 && impl_->keys[i] != tokens)
+    why = "nearest key in log2 distance is " + std::to_string(impl_->keys[i]) + ": " + why;
+  return impl_->family->name + " at " + std::to_string(tokens) + " tokens: " + impl_->configs[i].str() + " (" + why + ")";
 }
 
 std::size_t Kernel::workspace_bytes(std::int64_t tokens) const {

@@ -47,7 +47,7 @@ std::string table_path(const std::string& dir, const std::string& device, const 
 
 std::vector<std::string> default_table_dirs() {
   std::vector<std::string> dirs;
-  if (const char* env = std::getenv("MOEBENCH_TABLES"); env && *env) {
+  if (const char* env = std::getenv("MOEBENCH_CONFIG_DIR"); env && *env) {
     std::string s = env;
     std::size_t b = 0;
     while (b <= s.size()) {

@@ -10,6 +10,8 @@ namespace moe {
 
 // 0 when there is no driver, no device, or CUDA_VISIBLE_DEVICES hides them all: never throws.
 int cuda_device_count();
+// The calling thread's current device (cudaGetDevice).
+int cuda_current_device();
 // Name, SM count, memory, caches, clocks of device `ordinal`.
 DeviceInfo cuda_device_info(int ordinal);
 // Clock rates in kHz (0 where the driver does not say) and driver/runtime versions.
