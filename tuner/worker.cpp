@@ -87,7 +87,6 @@ class Worker {
     backend_ = parse_backend(req.value("backend", "cpu"));
     threads_ = req.value("threads", 0);
     dev_ = backend_ == Backend::cuda ? cuda_device_info(req.value("device", 0)) : cpu_device_info(threads_);
-    dev_.threads = backend_ == Backend::cpu ? cpu_device_info(threads_).threads : dev_.threads;
     problem_ = params_from_json(req.at("problem"), "problem");
     opt_ = InputOptions{};
     opt_.dist = req.value("dist", "uniform");
