@@ -151,9 +151,13 @@ TEST(TunerCli, SweepAllCoversEveryFamilyWithTheBackend) {
   std::set<std::string> kernels;
   for (auto& p : res["points"]) kernels.insert(p["kernel"].get<std::string>());
   for (const moe::FamilyDesc* f : moe::families())
-    if (f->backend(moe::Backend::cpu)) EXPECT_TRUE(kernels.count(f->name)) << f->name;
+    if (f->backend(moe::Backend::cpu)) {
+      EXPECT_TRUE(kernels.count(f->name)) << f->name;
+    }
   for (auto& p : res["points"])
-    if (!p.contains("error")) EXPECT_LE(p["evaluated"].get<int>(), 3);
+    if (!p.contains("error")) {
+      EXPECT_LE(p["evaluated"].get<int>(), 3);
+    }
   const CliRun l = run("lookup router --model qwen3-30b-a3b --tokens 16 --backend cpu --tables " + (d / "tables").string());
   EXPECT_NE(l.out.find(": exact"), std::string::npos) << l.out << l.err;
   fs::remove_all(d);
