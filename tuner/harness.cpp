@@ -1,5 +1,8 @@
 #include "tuner/harness.hpp"
 
+#include <algorithm>
+#include <chrono>
+
 #include "moe/error.hpp"
 
 namespace moe::tuner {
@@ -35,7 +38,7 @@ Params complete_config(const FamilyDesc& f, Backend b, const Params& problem, co
   return full;
 }
 
-Outcome run_cpu(const Prepared& p, const Params& config, int threads) {
+Outcome run_cpu(const Prepared& p, const Params& config, int threads, int repeats) {
   const BackendImpl& impl = p.family->need_backend(Backend::cpu);
   Outcome o;
   o.outputs = allocate(p.output_specs);
@@ -46,13 +49,18 @@ Outcome run_cpu(const Prepared& p, const Params& config, int threads) {
   ctx.threads = threads;
   ctx.workspace = ws.data();
   ctx.workspace_bytes = ws.size();
-  impl.run(p.problem, config, refs(in), refs(o.outputs), ctx);
-  o.validation = p.family->validate(p.problem, p.inputs, o.outputs, p.reference);
+  for (int r = 0; r < std::max(repeats, 1); ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    impl.run(p.problem, config, refs(in), refs(o.outputs), ctx);
+    const auto t1 = std::chrono::steady_clock::now();
+    o.times_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    if (r == 0) o.validation = p.family->validate(p.problem, p.inputs, o.outputs, p.reference);
+  }
   return o;
 }
 
-Outcome run_backend(const Prepared& p, Backend b, const Params& config, const DeviceInfo& dev) {
-  return b == Backend::cpu ? run_cpu(p, config, dev.threads) : run_cuda(p, config, dev);
+Outcome run_backend(const Prepared& p, Backend b, const Params& config, const DeviceInfo& dev, int repeats) {
+  return b == Backend::cpu ? run_cpu(p, config, dev.threads, repeats) : run_cuda(p, config, dev, repeats);
 }
 
 }  // namespace moe::tuner

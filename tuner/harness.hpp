@@ -23,6 +23,7 @@ Prepared prepare(const FamilyDesc& f, const Params& problem, const InputOptions&
 struct Outcome {
   TensorMap outputs;
   Validation validation;
+  std::vector<double> times_us;  // one per repeat, kernel only (steady clock / CUDA events)
 };
 
 // Checks the config is complete and valid for the problem (Error otherwise) and returns it completed.
@@ -30,12 +31,13 @@ Params complete_config(const FamilyDesc& f, Backend b, const Params& problem, co
                        const DeviceInfo& dev);
 
 // Host execution on the cpu backend: outputs poisoned, run, validated against the reference.
-Outcome run_cpu(const Prepared& p, const Params& config, int threads);
+Outcome run_cpu(const Prepared& p, const Params& config, int threads, int repeats = 1);
 
 // Device execution: inputs copied to device `dev.ordinal`, outputs poisoned there, one run,
 // synchronised, copied back and validated. Errors (no device, launch failure) throw.
-Outcome run_cuda(const Prepared& p, const Params& config, const DeviceInfo& dev);
+Outcome run_cuda(const Prepared& p, const Params& config, const DeviceInfo& dev, int repeats = 1);
 
-Outcome run_backend(const Prepared& p, Backend b, const Params& config, const DeviceInfo& dev);
+// The first repeat's outputs are validated; later repeats only add times.
+Outcome run_backend(const Prepared& p, Backend b, const Params& config, const DeviceInfo& dev, int repeats = 1);
 
 }  // namespace moe::tuner

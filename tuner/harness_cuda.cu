@@ -1,5 +1,7 @@
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "tuner/device_tensors.hpp"
@@ -7,7 +9,7 @@
 
 namespace moe::tuner {
 
-Outcome run_cuda(const Prepared& p, const Params& config, const DeviceInfo& dev) {
+Outcome run_cuda(const Prepared& p, const Params& config, const DeviceInfo& dev, int repeats) {
   require_cuda_device(dev.ordinal);
   cuda_check(cudaSetDevice(dev.ordinal), "cudaSetDevice");
   const BackendImpl& impl = p.family->need_backend(Backend::cuda);
@@ -19,12 +21,26 @@ Outcome run_cuda(const Prepared& p, const Params& config, const DeviceInfo& dev)
   ctx.stream = nullptr;
   ctx.workspace = ws.get();
   ctx.workspace_bytes = ws.size();
-  impl.run(p.problem, config, in.refs(), out.refs(), ctx);
-  cuda_check(cudaGetLastError(), (p.family->name + " kernel launch").c_str());
-  cuda_check(cudaDeviceSynchronize(), (p.family->name + " kernel").c_str());
   Outcome o;
-  o.outputs = out.download();
-  o.validation = p.family->validate(p.problem, p.inputs, o.outputs, p.reference);
+  cudaEvent_t start, stop;
+  cuda_check(cudaEventCreate(&start), "cudaEventCreate");
+  cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
+  for (int r = 0; r < std::max(repeats, 1); ++r) {
+    cuda_check(cudaEventRecord(start), "cudaEventRecord");
+    impl.run(p.problem, config, in.refs(), out.refs(), ctx);
+    cuda_check(cudaGetLastError(), (p.family->name + " kernel launch").c_str());
+    cuda_check(cudaEventRecord(stop), "cudaEventRecord");
+    cuda_check(cudaEventSynchronize(stop), (p.family->name + " kernel").c_str());
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    o.times_us.push_back(ms * 1000.0);
+    if (r == 0) {
+      o.outputs = out.download();
+      o.validation = p.family->validate(p.problem, p.inputs, o.outputs, p.reference);
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
   return o;
 }
 

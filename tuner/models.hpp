@@ -1,6 +1,10 @@
 #pragma once
 // Model presets (configs/models/*.json) and Hugging Face config.json files, as problem
 // parameters under the shared names of kernels/common/problem_params.hpp.
+//
+// Every loader returns exactly the model's problem parameters: experts, topk, shared, groups,
+// topk_group, hidden, intermediate (int64), bias, renormalize (int64 0/1), rsf (double),
+// group_score, scoring, dtype (strings). A family takes the ones it has.
 #include <string>
 #include <vector>
 
@@ -9,16 +13,25 @@
 namespace moe::tuner {
 
 // Directory holding the presets: $MOEBENCH_MODELS_DIR, else the source tree's configs/models,
-// else the installed share/moebench/configs/models.
+// else the installed share/moebench/configs/models (found from the executable's location).
 std::string models_dir();
 std::vector<std::string> model_names();  // sorted preset names
-// A preset by name, or a path to a preset JSON. Unknown names are an Error listing the presets.
+// A preset by name, or a path (ending in .json or holding a '/') to a preset JSON or to a
+// Hugging Face config.json (recognised by having no "experts" field but HF field names).
+// Unknown names are an Error listing the presets; a preset missing a field is an Error naming
+// the field and the file.
 Params load_model(const std::string& name_or_path);
-// A Hugging Face config.json (DeepSeek-V3/Kimi, Qwen3-MoE, Mixtral, gpt-oss, Llama 4 field names).
-// A missing required field is an Error naming it and the file.
+// A Hugging Face config.json (DeepSeek-V3/Kimi, Qwen3-MoE, Mixtral, gpt-oss, Llama 4 field names;
+// a nested text_config, as in Kimi-VL and Llama 4, is read first). A missing required field is
+// an Error naming every accepted spelling and the file. Qwen2-MoE-style gated shared experts
+// (shared_expert_intermediate_size) have no fused form: they are left out (shared = 0) with a
+// warning on stderr, and only the routed experts are benchmarked.
 Params load_hf_config(const std::string& path);
-// --tp divides intermediate (Error unless it divides evenly); --ep with --ep-rank sets
-// expert_begin/expert_end to that rank's slice of the routed experts.
+// --tp divides intermediate (Error unless it divides evenly). With ep > 1, --ep-rank r gets
+// expert_begin = r*E/ep and expert_end = (r+1)*E/ep: a slice of the routed experts only.
+// Shared-expert slots (ids E..E+S-1) are then local to no rank, so dispatch drops them
+// (dst = -1), as EP deployments run shared experts as a separate dense MLP. ep == 1 sets no
+// range (every expert is local, shared ones included).
 Params apply_parallelism(Params model, int tp, int ep, int ep_rank);
 
 }  // namespace moe::tuner

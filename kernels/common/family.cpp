@@ -3,6 +3,7 @@
 #include "combine/family.hpp"
 #include "dispatch/family.hpp"
 #include "gmm/family.hpp"
+#include "layer/family.hpp"
 #include "moe/error.hpp"
 #include "router/family.hpp"
 
@@ -18,7 +19,7 @@ Backend parse_backend(std::string_view s) {
 
 const std::vector<const FamilyDesc*>& families() {
   static const std::vector<const FamilyDesc*> all = {&router_family(), &dispatch_family(), &gmm_family(),
-                                                     &combine_family()};
+                                                     &combine_family(), &layer_family()};
   return all;
 }
 
@@ -73,7 +74,9 @@ void check_tensors(const std::string& fam, const std::vector<TensorSpec>& specs,
     const Tensor& t = it->second;
     if (t.dtype() != s.dtype)
       throw Error(fam + ": " + what + " '" + s.name + "' has dtype " + std::string(dtype_name(t.dtype())) +
-                  ", expected " + std::string(dtype_name(s.dtype)));
+                  ", expected " + std::string(dtype_name(s.dtype)) +
+                  " (convert the file, or set the problem's dtype to match, e.g. --dtype " +
+                  std::string(dtype_name(t.dtype())) + ")");
     bool ok = t.shape().size() == s.shape.size();
     for (std::size_t i = 0; ok && i < s.shape.size(); ++i) ok = s.shape[i] < 0 || s.shape[i] == t.shape()[i];
     if (!ok)

@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "moe/error.hpp"
@@ -11,10 +13,13 @@ namespace moe {
 std::string value_str(const Value& v) {
   if (auto p = std::get_if<std::int64_t>(&v)) return std::to_string(*p);
   if (auto p = std::get_if<double>(&v)) {
-    std::ostringstream os;
-    os.precision(17);
-    os << *p;
-    return os.str();
+    // Shortest text that reads back as the same double: keys and tables stay readable.
+    char buf[32];
+    for (int prec = 6; prec <= 17; ++prec) {
+      std::snprintf(buf, sizeof buf, "%.*g", prec, *p);
+      if (std::strtod(buf, nullptr) == *p) break;
+    }
+    return buf;
   }
   return std::get<std::string>(v);
 }
@@ -81,7 +86,8 @@ Value parse_value(const ParamSpec& spec, const std::string& text) {
       else if (text == "0" || text == "false" || text == "no" || text == "off") v = std::int64_t{0};
       else throw bad("a boolean (0/1/true/false)");
       break;
-    case ParamKind::Choice: v = text; break;
+    case ParamKind::Choice:
+    case ParamKind::Text: v = text; break;
   }
   check_value(spec, v);
   return v;
@@ -103,6 +109,10 @@ void check_value(const ParamSpec& spec, const Value& v) {
     case ParamKind::Float:
       if (!std::get_if<double>(&v) && !std::get_if<std::int64_t>(&v))
         throw Error("parameter '" + spec.name + "' must be a number, got '" + value_str(v) + "'");
+      break;
+    case ParamKind::Text:
+      if (!std::get_if<std::string>(&v))
+        throw Error("parameter '" + spec.name + "' must be text, got '" + value_str(v) + "'");
       break;
     case ParamKind::Choice: {
       auto p = std::get_if<std::string>(&v);

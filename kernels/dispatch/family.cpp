@@ -1,13 +1,101 @@
+// The dispatch family: align + ragged gather with top-k fan-out (DESIGN.md 1.2).
 #include "dispatch/family.hpp"
 
+#include "common/problem_params.hpp"
+#include "common/routing_gen.hpp"
+#include "common/validate.hpp"
+#include "dispatch/backends.hpp"
+#include "dispatch/plan.hpp"
+#include "moe/error.hpp"
+
 namespace moe {
-// PLACEHOLDER: replaced by the real description.
+
+namespace {
+
+const Tensor& need_input(const TensorMap& in, const char* name) {
+  auto it = in.find(name);
+  if (it == in.end()) throw Error(std::string("dispatch: input '") + name + "' is missing");
+  return it->second;
+}
+
+void make_inputs(const Params& p, const InputOptions& opt, TensorMap& in) {
+  const DispatchSpec s = DispatchSpec::parse(p);
+  if (!in.count("ids")) {
+    Rng rng(opt.seed);
+    in.emplace("ids", routing_ids(s.T, s.E, s.k, s.S, opt, rng));
+  }
+  const Tensor& ids = in.at("ids");
+  if (ids.dtype() != DType::i32 || ids.shape() != Shape{s.T, s.K})
+    throw Error("dispatch: ids must be int32 [" + std::to_string(s.T) + ", " + std::to_string(s.K) +
+                "] (tokens, topk+shared), got " + std::string(dtype_name(ids.dtype())) + shape_str(ids.shape()));
+  // Kernels drop such ids safely, but given ones are a user mistake worth naming.
+  check_ids_in_range(ids, s.E_total);
+  if (!in.count("x")) {
+    Rng rng(opt.seed ^ 0x78A5D1E5ull);  // its own stream: giving ids does not change x
+    in.emplace("x", random_tensor(s.dtype, {s.T, s.D}, rng));
+  }
+}
+
+std::vector<TensorSpec> output_specs(const Params& p, const TensorMap& in) {
+  const DispatchSpec s = DispatchSpec::parse(p);
+  const Tensor& ids = need_input(in, "ids");
+  if (ids.numel() != s.slots()) throw Error("dispatch: ids has " + std::to_string(ids.numel()) + " values, expected tokens*(topk+shared) = " + std::to_string(s.slots()));
+  const std::int64_t R = dispatch_rows(ids.data<std::int32_t>(), s.slots(), {s.E_total, s.e0, s.e1, s.A});
+  return {
+      {"offsets", DType::i32, {s.local() + 1}, "first row of each local expert, padded to align; last = R"},
+      {"src", DType::i32, {R}, "slot t*K+j of each sorted row; -1 on padding rows"},
+      {"dst", DType::i32, {s.slots()}, "row of each slot; -1 when its expert is not local"},
+      {"x_sorted", s.dtype, {R, s.D}, "x rows gathered in expert order; padding rows zero"},
+  };
+}
+
+Cost cost(const Params& p, const TensorMap& in) {
+  const DispatchSpec s = DispatchSpec::parse(p);
+  const Tensor& ids = need_input(in, "ids");
+  const ExpertRange range{s.E_total, s.e0, s.e1, s.A};
+  std::int64_t routed = 0;
+  for (std::int64_t f = 0; f < s.slots(); ++f) routed += range.local(ids.data<std::int32_t>()[f]) >= 0;
+  const std::int64_t R = dispatch_rows(ids.data<std::int32_t>(), s.slots(), range);
+  const double es = static_cast<double>(dtype_size(s.dtype));
+  Cost c;
+  // ids read, dst + src + offsets written, one x row read per routed slot, every x_sorted row written.
+  c.bytes = 4.0 * (2 * s.slots() + R + s.local() + 1) + es * s.D * (routed + R);
+  c.flops = 0;
+  return c;
+}
+
+}  // namespace
+
 const FamilyDesc& dispatch_family() {
   static const FamilyDesc d = [] {
     FamilyDesc f;
     f.name = "dispatch";
+    f.summary = "align + ragged gather: ids -> per-expert padded offsets, src/dst maps, x_sorted (top-k fan-out)";
+    f.problem_params = {pp::tokens(), pp::dtype("bf16", {"f32", "bf16", "f16"}), pp::experts(), pp::topk(),
+                        pp::shared(), pp::hidden(), pp::align(), pp::expert_begin(), pp::expert_end()};
+    f.check_problem = [](const Params& p) { DispatchSpec::parse(p); };
+    f.input_specs = [](const Params& p) {
+      const DispatchSpec s = DispatchSpec::parse(p);
+      return std::vector<TensorSpec>{
+          {"x", s.dtype, {s.T, s.D}, "activations"},
+          {"ids", DType::i32, {s.T, s.K}, "expert of each slot: k routed, then the shared ids E..E+S-1"},
+      };
+    };
+    f.make_inputs = make_inputs;
+    f.output_specs = output_specs;
+    f.reference = [](const Params& p, const TensorMap& in, TensorMap& out) {
+      dispatch_reference(DispatchSpec::parse(p), in, out);
+    };
+    f.validate = [](const Params&, const TensorMap&, const TensorMap& got, const TensorMap& ref) {
+      std::vector<Check> checks;
+      for (const char* n : {"offsets", "src", "dst", "x_sorted"}) checks.push_back(compare_exact(n, got.at(n), ref.at(n)));
+      return make_validation(std::move(checks));
+    };
+    f.cost = cost;
+    f.backends = {dispatch_cpu_backend(), dispatch_cuda_backend()};
     return f;
   }();
   return d;
 }
+
 }  // namespace moe

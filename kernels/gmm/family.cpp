@@ -1,13 +1,113 @@
 #include "gmm/family.hpp"
 
+#include "common/problem_params.hpp"
+#include "gmm/detail.hpp"
+#include "moe/error.hpp"
+
 namespace moe {
-// PLACEHOLDER: replaced by the real description.
+
+namespace gmm {
+
+std::vector<ParamSpec> problem_params() {
+  ParamSpec stage;
+  stage.name = "stage";
+  stage.kind = ParamKind::Choice;
+  stage.default_value = std::string("up");
+  stage.choices = {"up", "down"};
+  stage.help = "up: h = silu(x*gate^T) * (x*up^T) with w13; down: y = h*w2^T";
+  ParamSpec rw;
+  rw.name = "routed_weight";
+  rw.kind = ParamKind::Bool;
+  rw.default_value = std::int64_t{0};
+  rw.min = 0;
+  rw.max = 1;
+  rw.help = "down only: multiply each output row by its router weight (row_weight [R] f32)";
+  return {pp::tokens(),       pp::dtype("bf16", {"bf16", "f16"}),
+          pp::experts(),      pp::topk(),
+          pp::shared(),       pp::hidden(),
+          pp::intermediate(), pp::align(),
+          pp::expert_begin(), pp::expert_end(),
+          stage,              rw};
+}
+
+std::vector<TensorSpec> input_specs(const GmmSpec& s) {
+  const std::int64_t E = s.e_local(), D = s.hidden, I = s.intermediate;
+  std::vector<TensorSpec> v;
+  v.push_back({"offsets", DType::i32, {E + 1},
+               "row segments of the local experts, each padded to a multiple of align; offsets[0]=0, offsets[E]=R"});
+  if (!s.down) {
+    v.push_back({"x_sorted", s.dtype, {-1, D}, "dispatched rows, grouped by expert; padding rows are zero"});
+    v.push_back({"w13", s.dtype, {E, 2 * I, D}, "rows 0..I-1 gate, I..2I-1 up, K-contiguous"});
+  } else {
+    v.push_back({"h", s.dtype, {-1, I}, "the up stage's output rows"});
+    v.push_back({"w2", s.dtype, {E, D, I}, "down projection, K-contiguous"});
+    if (s.routed_weight) v.push_back({"row_weight", DType::f32, {-1}, "router weight of each row, 0 on padding rows"});
+  }
+  return v;
+}
+
+std::vector<TensorSpec> output_specs(const GmmSpec& s, std::int64_t rows) {
+  if (!s.down) return {{"h", s.dtype, {rows, s.intermediate}, "silu(gate) * up"}};
+  return {{"y_sorted", s.dtype, {rows, s.hidden}, s.routed_weight ? "h * w2^T * row_weight" : "h * w2^T"}};
+}
+
+std::int64_t input_rows(const GmmSpec& s, const TensorMap& in) {
+  auto off = in.find("offsets");
+  if (off != in.end() && off->second.numel() == s.e_local() + 1)
+    return off->second.data<std::int32_t>()[s.e_local()];
+  auto act = in.find(s.act_name());
+  if (act != in.end() && !act->second.shape().empty()) return act->second.shape()[0];
+  throw Error("gmm: the inputs have neither offsets nor " + std::string(s.act_name()) + ": cannot tell the row count");
+}
+
+// Cross-tensor consistency that check_tensors (shapes one by one) cannot see.
+void check_inputs(const GmmSpec& s, const TensorMap& in) {
+  const std::int64_t R = in.at(s.act_name()).shape()[0];
+  check_offsets(s, in.at("offsets"), R);
+  if (s.routed_weight && in.at("row_weight").numel() != R)
+    throw Error("gmm: row_weight has " + std::to_string(in.at("row_weight").numel()) + " entries, " +
+                std::string(s.act_name()) + " has " + std::to_string(R) + " rows");
+}
+
+}  // namespace gmm
+
 const FamilyDesc& gmm_family() {
   static const FamilyDesc d = [] {
     FamilyDesc f;
     f.name = "gmm";
+    f.summary = "fused grouped matmul of the routed experts: up (w13, silu(gate)*up) or down (w2, routed weight)";
+    f.problem_params = gmm::problem_params();
+    f.check_problem = [](const Params& p) {
+      const GmmSpec s = GmmSpec::parse(p);
+      check_host_memory(s, gmm_host_memory(s));
+    };
+    f.input_specs = [](const Params& p) { return gmm::input_specs(GmmSpec::parse(p)); };
+    f.make_inputs = [](const Params& p, const InputOptions& opt, TensorMap& in) {
+      gmm::make_inputs(GmmSpec::parse(p), opt, in);
+    };
+    f.output_specs = [](const Params& p, const TensorMap& in) {
+      const GmmSpec s = GmmSpec::parse(p);
+      return gmm::output_specs(s, gmm::input_rows(s, in));
+    };
+    f.reference = [](const Params& p, const TensorMap& in, TensorMap& out) {
+      // kReferenceEveryRow is not a problem parameter: only a caller that needs whole
+      // outputs (the layer's reference) sets it.
+      Params q = p;
+      const bool every_row = q.has(kReferenceEveryRow);
+      q.erase(kReferenceEveryRow);
+      const GmmSpec s = GmmSpec::parse(q);
+      gmm::check_inputs(s, in);
+      gmm::reference(s, in, out, every_row);
+    };
+    f.validate = [](const Params& p, const TensorMap& in, const TensorMap& got, const TensorMap& ref) {
+      return gmm::validate(GmmSpec::parse(p), in, got, ref);
+    };
+    f.cost = [](const Params& p, const TensorMap& in) { return gmm::cost(GmmSpec::parse(p), in); };
+    f.backends.push_back(gmm::cpu_backend());
+    f.backends.push_back(gmm::cuda_backend());
     return f;
   }();
   return d;
 }
+
 }  // namespace moe

@@ -12,7 +12,7 @@ namespace moe {
 using Value = std::variant<std::int64_t, double, std::string>;
 std::string value_str(const Value& v);
 
-enum class ParamKind { Int, Float, Choice, Bool };
+enum class ParamKind { Int, Float, Choice, Bool, Text };
 
 struct ParamSpec {
   std::string name;

@@ -1,0 +1,119 @@
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "app/commands.hpp"
+#include "app/problem_cli.hpp"
+#include "io/npy.hpp"
+#include "moe/cuda_device.hpp"
+#include "moe/error.hpp"
+#include "tuner/harness.hpp"
+#include "tuner/problem.hpp"
+
+namespace moe::app {
+
+namespace {
+
+struct RunArgs {
+  std::string family, backend = "auto", config, dist = "uniform", save;
+  std::vector<std::string> inputs;
+  std::uint64_t seed = 1;
+  int device = 0, threads = 0, repeat = 5;
+  double zipf_s = 1.2;
+};
+
+Backend pick_backend(const std::string& b) {
+  if (b == "auto") return cuda_device_count() > 0 ? Backend::cuda : Backend::cpu;
+  return parse_backend(b);
+}
+
+TensorMap load_inputs(const FamilyDesc& f, const Params& problem, const std::vector<std::string>& args) {
+  TensorMap given;
+  std::vector<std::string> names;
+  for (auto& s : f.input_specs(problem)) names.push_back(s.name);
+  for (auto& a : args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())
+      throw Error("--input '" + a + "' is not NAME=FILE.npy");
+    const std::string name = a.substr(0, eq);
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw Error("--input " + name + ": family '" + f.name + "' has no input '" + name + "' (it takes: " +
+                  fmt::format("{}", fmt::join(names, ", ")) + ")");
+    given[name] = read_npy(a.substr(eq + 1));
+  }
+  return given;
+}
+
+void run(const ProblemArgs& pa, const RunArgs& ra) {
+  const FamilyDesc& f = family(ra.family);
+  const Backend backend = pick_backend(ra.backend);
+  if (backend == Backend::cuda) require_cuda_device(ra.device);
+  const DeviceInfo dev = backend == Backend::cuda ? cuda_device_info(ra.device) : cpu_device_info(ra.threads);
+  f.need_backend(backend);
+
+  Params problem = problem_params(f, pa, true);
+  const auto tokens = tuner::parse_token_list(pa.tokens);
+  if (tokens.size() != 1) throw Error("run takes one token count; use `moebench sweep` for several");
+  problem.set("tokens", tokens[0]);
+
+  std::unique_ptr<Tensor> replay;
+  InputOptions opt;
+  opt.seed = ra.seed;
+  opt.zipf_s = ra.zipf_s;
+  opt.dist = ra.dist;
+  if (ra.dist.size() > 4 && ra.dist.substr(ra.dist.size() - 4) == ".npy") {
+    replay = std::make_unique<Tensor>(read_npy(ra.dist));
+    opt.dist = "replay";
+    opt.replay = replay.get();
+  }
+  const tuner::Prepared p = tuner::prepare(f, problem, opt, load_inputs(f, problem, ra.inputs));
+  const BackendImpl& impl = f.need_backend(backend);
+  const Params given = parse_assignments(impl.config_params, ra.config, f.name + " " + std::string(backend_name(backend)) + " config");
+  const Params config = tuner::complete_config(f, backend, p.problem, given, dev);
+
+  const tuner::Outcome o = tuner::run_backend(p, backend, config, dev, ra.repeat);
+  std::vector<double> t = o.times_us;
+  std::sort(t.begin(), t.end());
+  const double med = t[t.size() / 2];
+  fmt::print("family   {}\nproblem  {}\nbackend  {} ({})\nconfig   {}{}\n", f.name, p.problem.str(), backend_name(backend),
+             dev.name, config.str(), ra.config.empty() ? " (default)" : "");
+  fmt::print("time     median {:.2f} us, min {:.2f} us over {} runs", med, t.front(), t.size());
+  if (p.cost.bytes > 0) fmt::print(", {:.1f} GB/s", p.cost.bytes / med / 1e3);
+  if (p.cost.flops > 0) fmt::print(", {:.3f} TFLOP/s", p.cost.flops / med / 1e6);
+  fmt::print("\nvalidate {}\n", o.validation.summary());
+
+  if (!ra.save.empty()) {
+    std::filesystem::create_directories(ra.save);
+    for (auto& [name, tensor] : p.inputs) write_npy(ra.save + "/" + name + ".npy", tensor);
+    for (auto& [name, tensor] : o.outputs) write_npy(ra.save + "/" + name + ".npy", tensor);
+    for (auto& [name, tensor] : p.reference) write_npy(ra.save + "/" + name + ".ref.npy", tensor);
+    fmt::print("saved    inputs, outputs and reference outputs (*.ref.npy) as .npy in {}\n", ra.save);
+  }
+  if (!o.validation.ok) throw Error(f.name + " output does not match the reference (see validate line above)");
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& root) {
+  auto* cmd = root.add_subcommand("run", "run one problem with one config, validate it against the reference, time it");
+  auto pa = std::make_shared<ProblemArgs>();
+  auto ra = std::make_shared<RunArgs>();
+  std::string names;
+  for (auto* f : families()) names += (names.empty() ? "" : "|") + f->name;
+  cmd->add_option("family", ra->family, "kernel family: " + names)->required();
+  add_problem_options(*cmd, *pa, "64");
+  cmd->add_option("--backend", ra->backend, "cpu | cuda | auto (cuda when a GPU is visible)")->default_str("auto");
+  cmd->add_option("--device", ra->device, "CUDA device ordinal")->default_str("0");
+  cmd->add_option("--threads", ra->threads, "cpu backend threads (0: all cores)")->default_str("0");
+  cmd->add_option("--config", ra->config, "config as NAME=VALUE,... (unset ones: the family default)");
+  cmd->add_option("--input", ra->inputs, "NAME=FILE.npy: use this input instead of a generated one (repeatable)");
+  cmd->add_option("--save", ra->save, "write every input, output and reference output as NAME.npy in DIR");
+  cmd->add_option("--dist", ra->dist, "routing: uniform | zipf | FILE.npy (captured logits [N,E] or ids [N,k])")->default_str("uniform");
+  cmd->add_option("--zipf-s", ra->zipf_s, "zipf exponent for --dist zipf")->default_str("1.2");
+  cmd->add_option("--seed", ra->seed, "random seed for generated inputs")->default_str("1");
+  cmd->add_option("--repeat", ra->repeat, "timed runs (the first is validated)")->default_str("5")->check(CLI::PositiveNumber);
+  cmd->callback([pa, ra] { run(*pa, *ra); });
+}
+
+}  // namespace moe::app

@@ -1,0 +1,74 @@
+#pragma once
+// Host-side interface of the dispatch CUDA kernels (cuda_align.cu, cuda_gather.cu), kept free
+// of CUDA headers so the backend description (cuda.cpp) is plain C++.
+#include <cstddef>
+#include <cstdint>
+
+namespace moe::dispatch_cuda {
+
+struct AlignArgs {
+  const std::int32_t* ids = nullptr;  // [slots]
+  std::int64_t slots = 0;
+  int e0 = 0, local = 0, E_total = 0, A = 1;  // local expert range [e0, e0+local) of [0, E_total)
+  std::int32_t* offsets = nullptr;  // [local+1]
+  std::int32_t* src = nullptr;      // [rows]
+  std::int32_t* dst = nullptr;      // [slots]
+  std::int64_t rows = 0;            // R as allocated; writes beyond it are dropped
+};
+
+// Instantiated block sizes.
+inline constexpr int kSingleThreads[] = {512, 1024};
+inline constexpr int kMultiThreads[] = {128, 256};
+inline constexpr int kMultiChunks[] = {2048, 8192};
+inline constexpr int kScanThreads = 1024;
+
+// Dynamic shared memory of each aligner kernel, for the space to check against the device.
+// Both keep their slots' local expert ids in shared memory as int16 (local < 32768).
+inline std::size_t single_smem_bytes(int threads, std::int64_t local, std::int64_t slots) {
+  const std::int64_t warps = threads / 32;
+  return static_cast<std::size_t>(warps * local + 3 * local + 1 + warps + 1) * 4 +
+         static_cast<std::size_t>((slots + 1) / 2) * 4;
+}
+inline std::size_t multi_smem_bytes(int threads, std::int64_t local, int chunk) {
+  const std::int64_t warps = threads / 32, scan_warps = kScanThreads / 32;
+  const std::int64_t scatter = warps * local + (chunk + 1) / 2, scan = 3 * local + 1 + scan_warps + 1;
+  return static_cast<std::size_t>(scatter > scan ? scatter : scan) * 4;
+}
+// One CTA does everything: fine while a single SM can walk the slots quickly.
+inline constexpr std::int64_t kSingleMaxSlots = 32768;
+// The multi-CTA aligner's per-(expert, CTA) count table.
+inline std::size_t multi_workspace_bytes(std::int64_t slots, std::int64_t local, int chunk) {
+  return static_cast<std::size_t>(local * ((slots + chunk - 1) / chunk)) * 4;
+}
+
+// Throw moe::Error on a launch failure or an uninstantiated config.
+void align_single(const AlignArgs& a, int threads, void* stream);
+void align_multi(const AlignArgs& a, int threads, int chunk, void* workspace, std::size_t workspace_bytes,
+                 void* stream);
+
+struct GatherArgs {
+  const void* x = nullptr;             // [T, row_bytes]
+  const std::int32_t* src = nullptr;   // [rows]
+  void* x_sorted = nullptr;            // [rows, row_bytes]
+  std::int64_t rows = 0, slots = 0;    // src values outside [0, slots) give zero rows
+  int K = 1;
+  std::int64_t row_bytes = 0;
+};
+
+inline constexpr int kGatherThreads[] = {128, 256, 512};
+inline constexpr int kGatherVec[] = {16, 8, 4, 2};  // bytes per load/store
+inline constexpr int kGatherUnroll[] = {1, 4};
+inline constexpr int kGatherRows[] = {1, 2, 4};  // rows (row order) or tokens (token order) per CTA
+
+// order 0, by row: each x_sorted row reads its token's x row (x is read once per routed slot).
+// order 1, by token: each token reads its x row once and writes it to its K rows (dst), and
+// the grid's tail zeroes the padding rows; reads x once in all, which pays off when x
+// outgrows the L2.
+struct ScatterArgs {
+  const std::int32_t* dst = nullptr;  // [T*K]
+  std::int64_t T = 0;
+};
+void gather(const GatherArgs& a, const ScatterArgs& by_token, int order, int threads, int rows_per_cta, int vec,
+            int unroll, void* stream);
+
+}  // namespace moe::dispatch_cuda

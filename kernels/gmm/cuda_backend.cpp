@@ -1,0 +1,226 @@
+// The cuda backend as data: its config parameters, which instantiated tiles suit a problem on
+// a device, a safe default, and the host side of a run (tile map, split-K workspace, launches).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "gmm/cuda_configs.hpp"
+#include "gmm/detail.hpp"
+#include "moe/cuda_device.hpp"
+#include "moe/error.hpp"
+
+namespace moe::gmm {
+
+namespace cuda {
+
+const std::vector<TileEntry>& tiles() {
+  static const std::vector<TileEntry> all = [] {
+    std::vector<TileEntry> v;
+    add_tiles_m16(v);
+    add_tiles_m32(v);
+    add_tiles_m64(v);
+    add_tiles_m128(v);
+    return v;
+  }();
+  return all;
+}
+
+namespace {
+
+// Split-K partials beyond this are not worth it: such problems have rows enough for M tiles.
+constexpr double kMaxWorkspace = 1.0e9;
+
+std::string tile_str(const TileShape& t) {
+  return std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" + std::to_string(t.bk) + " warps " +
+         std::to_string(t.warps_m) + "x" + std::to_string(t.warps_n) + " stages " + std::to_string(t.stages);
+}
+
+const TileEntry* find(const TileShape& t) {
+  for (auto& e : tiles())
+    if (e.shape == t) return &e;
+  return nullptr;
+}
+
+std::string shapes_for(bool down, DType dt) {
+  std::string r;
+  for (auto& e : tiles())
+    if (e.get(down, dt)) r += (r.empty() ? "" : "; ") + tile_str(e.shape);
+  return r;
+}
+
+int n_tiles(const GmmSpec& s, const TileShape& t) {
+  const std::int64_t per = s.down ? t.bn : t.bn / 2;
+  return static_cast<int>((s.n_out() + per - 1) / per);
+}
+
+int current_sm_count() {
+  int dev = 0, n = 0;
+  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute(SM count)");
+  return n;
+}
+
+}  // namespace
+
+Config parse_config(const Params& c) {
+  Config r;
+  r.shape = TileShape{static_cast<int>(c.i("block_m")), static_cast<int>(c.i("block_n")),
+                      static_cast<int>(c.i("block_k")), static_cast<int>(c.i("warps_m")),
+                      static_cast<int>(c.i("warps_n")), static_cast<int>(c.i("stages"))};
+  r.split = static_cast<int>(c.i("split_k"));
+  return r;
+}
+
+Params config_params(const Config& c) {
+  return Params{{"block_m", std::int64_t{c.shape.bm}},   {"block_n", std::int64_t{c.shape.bn}},
+                {"block_k", std::int64_t{c.shape.bk}},   {"warps_m", std::int64_t{c.shape.warps_m}},
+                {"warps_n", std::int64_t{c.shape.warps_n}}, {"stages", std::int64_t{c.shape.stages}},
+                {"split_k", std::int64_t{c.split}}};
+}
+
+std::size_t workspace_bytes(const GmmSpec& s, const Config& c) {
+  if (c.split <= 1) return 0;
+  return static_cast<std::size_t>(c.split) * static_cast<std::size_t>(s.max_rows()) *
+         static_cast<std::size_t>(s.n_w()) * sizeof(float);
+}
+
+std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev) {
+  if (s.hidden % 8 != 0 || s.intermediate % 8 != 0)
+    return "the cuda kernels load 16-byte rows: hidden (" + std::to_string(s.hidden) + ") and intermediate (" +
+           std::to_string(s.intermediate) + ") must be multiples of 8; use --backend cpu for this shape";
+  const TileEntry* e = find(c.shape);
+  const std::string stage = s.down ? "down" : "up";
+  if (!e || !e->get(s.down, s.dtype))
+    return "no " + std::string(dtype_name(s.dtype)) + " kernel is built with tile " + tile_str(c.shape) +
+           "; built: " + shapes_for(s.down, s.dtype);
+  if (std::find(std::begin(kSplits), std::end(kSplits), c.split) == std::end(kSplits))
+    return "split_k must be one of 1,2,3,4,6,8";
+  const std::int64_t k_slices = (s.k_dim() + c.shape.bk - 1) / c.shape.bk;
+  if (c.split > k_slices)
+    return "split_k=" + std::to_string(c.split) + " is more than the " + std::to_string(k_slices) +
+           " K slices of block_k=" + std::to_string(c.shape.bk);
+  if (static_cast<double>(workspace_bytes(s, c)) > kMaxWorkspace)
+    return "split_k=" + std::to_string(c.split) + " needs " +
+           std::to_string(static_cast<long long>(workspace_bytes(s, c) >> 20)) +
+           " MiB of fp32 partials at this token count: use split_k=1";
+  const std::size_t smem = smem_bytes(c.shape, s.e_local());
+  if (dev.backend == Backend::cuda && dev.smem_optin > 0 && smem > dev.smem_optin)
+    return "tile " + tile_str(c.shape) + " needs " + std::to_string(smem) + " bytes of shared memory for " +
+           std::to_string(s.e_local()) + " local experts; " + dev.name + " allows " + std::to_string(dev.smem_optin);
+  return {};
+}
+
+void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out, void* workspace,
+         std::size_t ws_bytes, void* stream, int max_ctas) {
+  const std::string why = invalid_reason(s, c, DeviceInfo{});
+  if (!why.empty()) throw Error("gmm cuda: " + why);
+  const TensorRef& act = need(in, s.act_name());
+  const std::int64_t R = act.shape.at(0);
+  if (R == 0) return;
+  KernelArgs a;
+  a.act = act.as<const std::uint16_t>();
+  a.weight = need(in, s.weight_name()).as<const std::uint16_t>();
+  a.offsets = need(in, "offsets").as<const std::int32_t>();
+  a.row_weight = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;
+  a.out = need(out, s.out_name()).as<std::uint16_t>();
+  a.rows = static_cast<int>(R);
+  a.k_dim = static_cast<int>(s.k_dim());
+  a.n_out = static_cast<int>(s.n_out());
+  a.n_w = static_cast<int>(s.n_w());
+  a.experts = static_cast<int>(s.e_local());
+  a.split = c.split;
+  a.n_tiles = n_tiles(s, c.shape);
+  a.sm_count = current_sm_count();
+  a.max_ctas = max_ctas;
+  if (c.split > 1) {
+    const std::size_t need_ws = static_cast<std::size_t>(c.split) * static_cast<std::size_t>(R) *
+                                static_cast<std::size_t>(s.n_w()) * sizeof(float);
+    if (!workspace || ws_bytes < need_ws)
+      throw Error("gmm cuda: split_k=" + std::to_string(c.split) + " needs " + std::to_string(need_ws) +
+                  " bytes of workspace for " + std::to_string(R) + " rows, got " + std::to_string(ws_bytes));
+    a.partial = static_cast<float*>(workspace);
+  }
+  find(c.shape)->get(s.down, s.dtype)(a, stream);
+  if (c.split > 1) launch_finalize(a, s.down, s.dtype, stream);
+}
+
+}  // namespace cuda
+
+namespace {
+
+ParamSpec int_param(const char* name, std::int64_t def, std::int64_t lo, std::int64_t hi, const char* help) {
+  ParamSpec p;
+  p.name = name;
+  p.kind = ParamKind::Int;
+  p.default_value = def;
+  p.min = lo;
+  p.max = hi;
+  p.help = help;
+  return p;
+}
+
+}  // namespace
+
+BackendImpl cuda_backend() {
+  BackendImpl b;
+  b.backend = Backend::cuda;
+  b.config_params = {
+      int_param("block_m", 64, 16, 128, "rows per CTA tile (16,32,64,128)"),
+      int_param("block_n", 128, 64, 256, "weight rows per CTA tile (64,128,256); up: half gate, half up"),
+      int_param("block_k", 64, 32, 64, "K slice per pipeline stage (32,64)"),
+      int_param("warps_m", 2, 1, 4, "warps along M"),
+      int_param("warps_n", 2, 1, 4, "warps along N"),
+      int_param("stages", 3, 2, 4, "cp.async pipeline depth"),
+      int_param("split_k", 1, 1, 8, "K split over CTAs, fp32 partials summed in order (1,2,3,4,6,8)"),
+  };
+  b.invalid_reason = [](const Params& problem, const Params& config, const DeviceInfo& dev) {
+    return cuda::invalid_reason(GmmSpec::parse(problem), cuda::parse_config(config), dev);
+  };
+  b.space = [](const Params& problem, const DeviceInfo& dev, bool full) {
+    const GmmSpec s = GmmSpec::parse(problem);
+    const double rows = s.avg_rows_per_expert();
+    std::vector<Params> v;
+    for (auto& e : cuda::tiles())
+      for (int split : cuda::kSplits) {
+        const cuda::Config c{e.shape, split};
+        if (!cuda::invalid_reason(s, c, dev).empty()) continue;
+        if (!full) {
+          // Curated: tiles no taller than twice the typical segment (16 always), no tiny tiles
+          // for prefill, split-K only where few rows leave the SMs short of work.
+          if (e.shape.bm > 16 && e.shape.bm > 2 * rows) continue;
+          if (rows >= 512 && e.shape.bm < 64) continue;
+          if (split > 1 && (rows > 64 || split == 3 || split == 6)) continue;
+        }
+        v.push_back(cuda::config_params(c));
+      }
+    return v;
+  };
+  b.default_config = [](const Params& problem, const DeviceInfo& dev) {
+    const GmmSpec s = GmmSpec::parse(problem);
+    const double rows = s.avg_rows_per_expert();
+    const cuda::TileShape pick = rows <= 16   ? cuda::TileShape{16, 64, 64, 1, 4, 4}
+                                 : rows <= 32  ? cuda::TileShape{32, 128, 64, 1, 4, 4}
+                                 : rows <= 128 ? cuda::TileShape{64, 128, 64, 2, 2, 3}
+                                               : cuda::TileShape{128, 128, 64, 2, 2, 3};
+    cuda::Config c{pick, 1};
+    if (!cuda::invalid_reason(s, c, dev).empty())
+      for (auto& e : cuda::tiles())  // a device with less shared memory: the first shape that fits
+        if (cuda::invalid_reason(s, cuda::Config{e.shape, 1}, dev).empty()) {
+          c.shape = e.shape;
+          break;
+        }
+    return cuda::config_params(c);
+  };
+  b.workspace_bytes = [](const Params& problem, const Params& config) {
+    return cuda::workspace_bytes(GmmSpec::parse(problem), cuda::parse_config(config));
+  };
+  b.run = [](const Params& problem, const Params& config, const RefMap& in, const RefMap& out,
+             const LaunchContext& ctx) {
+    cuda::run(GmmSpec::parse(problem), cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes,
+              ctx.stream);
+  };
+  return b;
+}
+
+}  // namespace moe::gmm

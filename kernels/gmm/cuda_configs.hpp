@@ -1,0 +1,84 @@
+#pragma once
+// The cuda backend's compile-time tile shapes and how the host reaches them. Plain C++ (no
+// CUDA types) so the backend description (cuda_backend.cpp) and the tests can include it.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gmm/spec.hpp"
+#include "moe/family.hpp"
+
+namespace moe::gmm::cuda {
+
+// One instantiated mma.sync kernel shape. block_n counts weight rows per CTA: up interleaves
+// block_n/2 gate rows with the matching block_n/2 up rows, so a CTA writes block_n/2 columns of h.
+struct TileShape {
+  int bm, bn, bk, warps_m, warps_n, stages;
+  int threads() const { return warps_m * warps_n * 32; }
+  bool operator==(const TileShape&) const = default;
+};
+
+// Shared memory of a tile shape: `stages` A and B tiles with rows padded by 16 bytes (so the
+// ldmatrix rows of a warp hit distinct banks), plus the per-expert tile prefix (experts+1 ints).
+constexpr std::size_t kRowPad = 8;  // elements
+inline std::size_t smem_bytes(const TileShape& t, std::int64_t experts) {
+  return static_cast<std::size_t>(t.stages) * static_cast<std::size_t>(t.bm + t.bn) *
+             (static_cast<std::size_t>(t.bk) + kRowPad) * 2 +
+         static_cast<std::size_t>(experts + 1) * 4;
+}
+
+// Everything a kernel needs, passed by value to it (host and device see the same layout).
+struct KernelArgs {
+  const std::uint16_t* act = nullptr;     // [rows, k_dim]
+  const std::uint16_t* weight = nullptr;  // [experts, n_w, k_dim]
+  const std::int32_t* offsets = nullptr;  // [experts + 1]
+  const float* row_weight = nullptr;      // [rows] or null
+  std::uint16_t* out = nullptr;           // [rows, n_out]
+  float* partial = nullptr;               // [split, rows, n_w] fp32 when split > 1
+  int rows = 0, k_dim = 0, n_out = 0, n_w = 0, experts = 0;
+  int split = 1;
+  int n_tiles = 0;    // CTA tiles along N
+  int sm_count = 0;   // the persistent grid's size comes from it
+  int max_ctas = 0;   // 0: as many as fit at once; tests set it to force several tiles per CTA
+};
+
+using LaunchFn = void (*)(const KernelArgs&, void* stream);
+
+struct TileEntry {
+  TileShape shape;
+  LaunchFn up_bf16 = nullptr, down_bf16 = nullptr, up_f16 = nullptr, down_f16 = nullptr;  // null: not built
+  LaunchFn get(bool down, DType t) const {
+    return t == DType::bf16 ? (down ? down_bf16 : up_bf16) : (down ? down_f16 : up_f16);
+  }
+};
+
+// Every instantiated shape, in a fixed order (cuda_tiles_*.cu add theirs).
+const std::vector<TileEntry>& tiles();
+void add_tiles_m16(std::vector<TileEntry>& v);
+void add_tiles_m32(std::vector<TileEntry>& v);
+void add_tiles_m64(std::vector<TileEntry>& v);
+void add_tiles_m128(std::vector<TileEntry>& v);
+
+// Split-K finalize: sums the fp32 partials in split order (deterministic) and applies the
+// epilogue (silu*up or the routed weight), writing out.
+void launch_finalize(const KernelArgs& a, bool down, DType t, void* stream);
+
+constexpr int kSplits[] = {1, 2, 3, 4, 6, 8};
+
+// A full cuda config for the problem: shape + split.
+struct Config {
+  TileShape shape;
+  int split = 1;
+};
+Config parse_config(const Params& c);
+Params config_params(const Config& c);
+// Why `c` cannot run the problem on `dev` (empty: it can).
+std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev);
+// Workspace for split-K partials, sized for the most rows the problem can have.
+std::size_t workspace_bytes(const GmmSpec& s, const Config& c);
+// Runs on device pointers (the backend's run, and the tests with max_ctas).
+void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out, void* workspace,
+         std::size_t workspace_bytes, void* stream, int max_ctas = 0);
+
+}  // namespace moe::gmm::cuda

@@ -1,0 +1,266 @@
+#pragma once
+// The grouped matmul kernel: tensor-core mma.sync m16n8k16 (bf16/f16 in, fp32 accumulate),
+// operands staged through a cp.async multi-stage shared-memory pipeline and read with
+// ldmatrix. A persistent grid walks a tile map built from the offsets by each CTA: experts
+// without rows have no tiles and cost nothing; M tails (segment ends), N and K tails are masked.
+#include <algorithm>
+#include <cstdint>
+
+#include "gmm/cuda_configs.hpp"
+// The cpu tests compile this file against emulated primitives, in a namespace of their own.
+#ifndef GMM_EMULATED_PRIMITIVES
+#include "gmm/cuda_primitives.cuh"
+#define GMM_KERNEL_NAMESPACE cuda
+#endif
+
+namespace moe::gmm::GMM_KERNEL_NAMESPACE {
+
+#ifdef GMM_EMULATED_PRIMITIVES
+using cuda::KernelArgs;
+using cuda::kRowPad;
+#endif
+
+GMM_DEVICE float silu(float x) { return x / (1.0f + exp_fast(-x)); }
+
+// An expert's rows, clamped so that broken offsets can never address outside [0, rows).
+GMM_DEVICE int seg_begin(const KernelArgs& p, int e) {
+  return min(max(ldg(p.offsets + e), 0), p.rows);
+}
+GMM_DEVICE int seg_end(const KernelArgs& p, int e) {
+  return max(seg_begin(p, e), min(max(ldg(p.offsets + e + 1), 0), p.rows));
+}
+
+// Warp 0 writes prefix[e] = M-tiles of experts before e, prefix[E] = all M-tiles. Each lane
+// sums a contiguous run of experts, then one warp scan joins the runs.
+template <int BM>
+GMM_DEVICE void build_tile_prefix(const KernelArgs& p, int* prefix, int lane) {
+  const int E = p.experts, chunk = (E + 31) / 32;
+  const int eb = min(E, lane * chunk), ee = min(E, eb + chunk);
+  int local = 0;
+  for (int e = eb; e < ee; ++e) local += (seg_end(p, e) - seg_begin(p, e) + BM - 1) / BM;
+  int incl = local;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int v = shfl_up(incl, d);
+    if (lane >= d) incl += v;
+  }
+  int run = incl - local;
+  for (int e = eb; e < ee; ++e) {
+    prefix[e] = run;
+    run += (seg_end(p, e) - seg_begin(p, e) + BM - 1) / BM;
+  }
+  if (lane == 31) prefix[E] = incl;
+}
+
+// ---- the kernel
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool UP, bool BF16>
+GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
+  constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // a warp's sub-tile
+  constexpr int MT = WM / 16, NT = WN / 8;              // its m16 and n8 mma tiles
+  constexpr int LDS = BK + static_cast<int>(kRowPad);   // shared row stride, elements
+  constexpr int A_STAGE = BM * LDS, B_STAGE = BN * LDS;
+  constexpr int CH = BK / 8;  // 16-byte chunks per tile row
+  static_assert(BM % (16 * WARPS_M) == 0 && BN % (16 * WARPS_N) == 0, "warp tiles are whole m16 x n16 blocks");
+  static_assert(BK % 16 == 0 && STAGES >= 2, "k16 steps, at least double buffering");
+  static_assert(!UP || (WN / 2) % 8 == 0, "up: each warp's gate and up halves are whole n8 tiles");
+
+  std::uint16_t* sA = reinterpret_cast<std::uint16_t*>(dynamic_smem());
+  std::uint16_t* sB = sA + STAGES * A_STAGE;
+  int* prefix = reinterpret_cast<int*>(sB + STAGES * B_STAGE);
+
+  const int tid = thread_x(), lane = tid & 31, warp = tid >> 5;
+  const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+  if (warp == 0) build_tile_prefix<BM>(p, prefix, lane);
+  sync_threads();
+
+  const int E = p.experts;
+  const long long total = static_cast<long long>(prefix[E]) * p.n_tiles * p.split;
+  const int nk = (p.k_dim + BK - 1) / BK;
+
+  for (long long t = block_x(); t < total; t += grid_x()) {
+    // Consecutive tiles share the M-tile (its rows stay in L2) and walk splits, then N-tiles.
+    const int s = static_cast<int>(t % p.split);
+    const long long rest = t / p.split;
+    const int nt = static_cast<int>(rest % p.n_tiles);
+    const int mg = static_cast<int>(rest / p.n_tiles);
+    int lo = 0, hi = E;  // prefix[lo] <= mg < prefix[hi]: lo ends at the expert owning mg
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) >> 1;
+      if (prefix[mid] <= mg) lo = mid;
+      else hi = mid;
+    }
+    const int e = lo;
+    const int row0 = seg_begin(p, e) + (mg - prefix[e]) * BM, row_end = seg_end(p, e);
+    const int kt0 = static_cast<int>(static_cast<long long>(nk) * s / p.split);
+    const int kt1 = static_cast<int>(static_cast<long long>(nk) * (s + 1) / p.split);
+    const std::uint16_t* W = p.weight + static_cast<std::size_t>(e) * p.n_w * p.k_dim;
+
+    auto load_stage = [&](int kt, int stage) {
+      const int k0 = kt * BK;
+      std::uint16_t* a_dst = sA + stage * A_STAGE;
+      std::uint16_t* b_dst = sB + stage * B_STAGE;
+#pragma unroll
+      for (int i = 0; i < (BM * CH + THREADS - 1) / THREADS; ++i) {
+        const int c = tid + i * THREADS;
+        if ((BM * CH) % THREADS == 0 || c < BM * CH) {
+          const int r = c / CH, kc = (c % CH) * 8;
+          const int grow = row0 + r, gk = k0 + kc;
+          const bool ok = grow < row_end && gk < p.k_dim;
+          const std::uint16_t* src = ok ? p.act + static_cast<std::size_t>(grow) * p.k_dim + gk : p.act;
+          cp_async16(smem_u32(a_dst + r * LDS + kc), src, ok);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < (BN * CH + THREADS - 1) / THREADS; ++i) {
+        const int c = tid + i * THREADS;
+        if ((BN * CH) % THREADS == 0 || c < BN * CH) {
+          const int r = c / CH, kc = (c % CH) * 8;
+          const int gk = k0 + kc;
+          int wrow;
+          bool ok;
+          if constexpr (UP) {
+            // Shared row r belongs to warp column r / WN: its first half are gate rows, its
+            // second half the up rows of the same h columns.
+            constexpr int HALF = WN / 2;
+            const int rr = r % WN;
+            const int hcol = nt * (BN / 2) + (r / WN) * HALF + (rr % HALF);
+            ok = hcol < p.n_out;
+            wrow = rr < HALF ? hcol : p.n_out + hcol;
+          } else {
+            wrow = nt * BN + r;
+            ok = wrow < p.n_out;
+          }
+          ok = ok && gk < p.k_dim;
+          const std::uint16_t* src = ok ? W + static_cast<std::size_t>(wrow) * p.k_dim + gk : W;
+          cp_async16(smem_u32(b_dst + r * LDS + kc), src, ok);
+        }
+      }
+    };
+
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
+
+    auto compute_stage = [&](int stage) {
+      const std::uint16_t* a_s = sA + stage * A_STAGE;
+      const std::uint16_t* b_s = sB + stage * B_STAGE;
+#pragma unroll
+      for (int kk = 0; kk < BK; kk += 16) {
+        std::uint32_t af[MT][4];
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+          ldmatrix_x4(af[i], smem_u32(a_s + (warp_m * WM + i * 16 + (lane & 15)) * LDS + kk + (lane >> 4) * 8));
+        std::uint32_t bf[NT][2];
+#pragma unroll
+        for (int j = 0; j < NT / 2; ++j) {
+          std::uint32_t r[4];
+          ldmatrix_x4(r, smem_u32(b_s + (warp_n * WN + j * 16 + (lane & 7) + ((lane >> 4) << 3)) * LDS + kk +
+                                  ((lane >> 3) & 1) * 8));
+          bf[2 * j][0] = r[0];
+          bf[2 * j][1] = r[1];
+          bf[2 * j + 1][0] = r[2];
+          bf[2 * j + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+          for (int j = 0; j < NT; ++j) mma16816<BF16>(acc[i][j], af[i], bf[j][0], bf[j][1]);
+      }
+    };
+
+    // The pipeline: STAGES-1 slices in flight while one is multiplied. Every iteration commits
+    // a group (empty past the end) so wait_group counts stay exact.
+    const int n = kt1 - kt0;
+#pragma unroll
+    for (int st = 0; st < STAGES - 1; ++st) {
+      if (st < n) load_stage(kt0 + st, st);
+      cp_async_commit();
+    }
+    for (int it = 0; it < n; ++it) {
+      cp_async_wait<STAGES - 2>();
+      sync_threads();  // slice `it` visible to all; slice it-1's buffer free for reuse
+      const int nx = it + STAGES - 1;
+      if (nx < n) load_stage(kt0 + nx, nx % STAGES);
+      cp_async_commit();
+      compute_stage(it % STAGES);
+    }
+    cp_async_wait<0>();
+
+    // Epilogue straight from the accumulators: thread holds rows lane/4 (+8), columns 2*(lane%4) (+1).
+    const int col_base = UP ? nt * (BN / 2) + warp_n * (WN / 2) : nt * BN + warp_n * WN;
+    constexpr int NOUT = UP ? NT / 2 : NT;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int r = row0 + warp_m * WM + i * 16 + (lane >> 2) + hh * 8;
+        if (r < row_end) {
+          const float rw = (!UP && p.row_weight != nullptr) ? ldg(p.row_weight + r) : 1.0f;
+#pragma unroll
+          for (int j = 0; j < NOUT; ++j) {
+            const int col = col_base + j * 8 + (lane & 3) * 2;
+            if (col < p.n_out) {
+              float v0 = acc[i][j][hh * 2], v1 = acc[i][j][hh * 2 + 1];
+              if (p.split > 1) {
+                float* dst = p.partial + (static_cast<std::size_t>(s) * p.rows + r) * p.n_w;
+                store_f32x2(dst + col, v0, v1);
+                if constexpr (UP)
+                  store_f32x2(dst + p.n_out + col, acc[i][j + NT / 2][hh * 2], acc[i][j + NT / 2][hh * 2 + 1]);
+              } else {
+                if constexpr (UP) {
+                  v0 = silu(v0) * acc[i][j + NT / 2][hh * 2];
+                  v1 = silu(v1) * acc[i][j + NT / 2][hh * 2 + 1];
+                } else {
+                  v0 *= rw;
+                  v1 *= rw;
+                }
+                store_u32(p.out + static_cast<std::size_t>(r) * p.n_out + col, pack2<BF16>(v0, v1));
+              }
+            }
+          }
+        }
+      }
+    sync_threads();  // the next tile's prologue overwrites the stages
+  }
+}
+
+// Split-K's second pass: the partial sums of every split, added in split order (the result
+// does not depend on which CTA finished first), then the epilogue the main kernel skipped.
+template <bool UP, bool BF16>
+GMM_KERNEL(256) gmm_finalize_kernel(const KernelArgs p) {
+  const int half = p.n_out / 2;
+  const long long total = static_cast<long long>(p.rows) * half;
+  for (long long idx = block_x() * 256 + thread_x(); idx < total; idx += grid_x() * 256) {
+    const int r = static_cast<int>(idx / half), c = static_cast<int>(idx % half) * 2;
+    float g0 = 0, g1 = 0, u0 = 0, u1 = 0;
+    for (int s = 0; s < p.split; ++s) {
+      const float* src = p.partial + (static_cast<std::size_t>(s) * p.rows + r) * p.n_w;
+      float a, b;
+      load_f32x2(src + c, a, b);
+      g0 += a;
+      g1 += b;
+      if constexpr (UP) {
+        load_f32x2(src + p.n_out + c, a, b);
+        u0 += a;
+        u1 += b;
+      }
+    }
+    if constexpr (UP) {
+      g0 = silu(g0) * u0;
+      g1 = silu(g1) * u1;
+    } else if (p.row_weight != nullptr) {
+      const float w = p.row_weight[r];
+      g0 *= w;
+      g1 *= w;
+    }
+    store_u32(p.out + static_cast<std::size_t>(r) * p.n_out + c, pack2<BF16>(g0, g1));
+  }
+}
+
+}  // namespace moe::gmm::GMM_KERNEL_NAMESPACE

@@ -1,0 +1,90 @@
+#pragma once
+// The few device instructions the gmm kernels are built from (cp.async, ldmatrix, mma.sync,
+// conversions, thread indices). The kernels use nothing else, so the cpu test suite can
+// compile the very same kernel source against an emulation of these (tests/gmm_emulation_test.cpp).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#define GMM_DEVICE __device__ __forceinline__
+#define GMM_KERNEL(threads) __global__ void __launch_bounds__(threads)
+
+namespace moe::gmm::cuda {
+
+GMM_DEVICE int thread_x() { return static_cast<int>(threadIdx.x); }
+GMM_DEVICE long long block_x() { return blockIdx.x; }
+GMM_DEVICE long long grid_x() { return gridDim.x; }
+GMM_DEVICE void sync_threads() { __syncthreads(); }
+GMM_DEVICE int shfl_up(int v, int d) { return __shfl_up_sync(0xffffffffu, v, d); }
+template <class T>
+GMM_DEVICE T ldg(const T* p) {
+  return __ldg(p);
+}
+
+GMM_DEVICE unsigned char* dynamic_smem() {
+  extern __shared__ __align__(16) unsigned char gmm_smem[];
+  return gmm_smem;
+}
+GMM_DEVICE std::uint32_t smem_u32(const void* p) { return static_cast<std::uint32_t>(__cvta_generic_to_shared(p)); }
+
+// 16 bytes global -> shared; when !valid nothing is read and the 16 bytes are zero-filled.
+GMM_DEVICE void cp_async16(std::uint32_t dst, const void* src, bool valid) {
+  const int bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+GMM_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+GMM_DEVICE void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Four 8x8 b16 matrices; lanes 8i..8i+7 give the row addresses of matrix i, lane t receives
+// row t/4, columns 2(t%4) and 2(t%4)+1 of each (low half first).
+GMM_DEVICE void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// d += A(16x16, row) * B(16x8, col), fp32 accumulators.
+template <bool BF16>
+GMM_DEVICE void mma16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  if constexpr (BF16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Two floats rounded to the dtype, low half first (the lower column).
+template <bool BF16>
+GMM_DEVICE std::uint32_t pack2(float lo, float hi) {
+  if constexpr (BF16) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  }
+}
+
+GMM_DEVICE float exp_fast(float x) { return __expf(x); }
+GMM_DEVICE void store_f32x2(float* p, float a, float b) { *reinterpret_cast<float2*>(p) = make_float2(a, b); }
+GMM_DEVICE void load_f32x2(const float* p, float& a, float& b) {
+  const float2 v = *reinterpret_cast<const float2*>(p);
+  a = v.x;
+  b = v.y;
+}
+GMM_DEVICE void store_u32(std::uint16_t* p, std::uint32_t v) { *reinterpret_cast<std::uint32_t*>(p) = v; }
+
+}  // namespace moe::gmm::cuda

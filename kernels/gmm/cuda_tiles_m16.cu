@@ -1,0 +1,15 @@
+// Decode shapes: a 16-row M tile (one mma row block) over wide N, weights streamed through
+// deep pipelines. Split-K (a runtime choice) adds CTAs when few experts are active.
+#include "gmm/cuda_launch.cuh"
+
+namespace moe::gmm::cuda {
+
+void add_tiles_m16(std::vector<TileEntry>& v) {
+  //                     BM  BN  BK  WM WN  ST  f16
+  v.push_back(tile_entry<16, 64, 64, 1, 4, 4, true>());
+  v.push_back(tile_entry<16, 128, 64, 1, 4, 4, false>());
+  v.push_back(tile_entry<16, 128, 64, 1, 4, 3, false>());
+  v.push_back(tile_entry<16, 64, 32, 1, 4, 4, false>());
+}
+
+}  // namespace moe::gmm::cuda

@@ -1,0 +1,43 @@
+#pragma once
+// The gmm family's parts, wired together in family.cpp.
+#include <cstdint>
+#include <vector>
+
+#include "gmm/spec.hpp"
+#include "moe/family.hpp"
+
+namespace moe::gmm {
+
+std::vector<ParamSpec> problem_params();
+std::vector<TensorSpec> input_specs(const GmmSpec& s);
+std::vector<TensorSpec> output_specs(const GmmSpec& s, std::int64_t rows);
+// Rows after dispatch, as the inputs say (offsets first, then the activations).
+std::int64_t input_rows(const GmmSpec& s, const TensorMap& in);
+
+// inputs.cpp: routing -> padded offsets -> random activations (zero padding rows) and weights.
+void make_inputs(const GmmSpec& s, const InputOptions& opt, TensorMap& in);
+// Offsets must start at 0, never decrease and end at `rows`: an Error saying which entry is off.
+void check_offsets(const GmmSpec& s, const Tensor& offsets, std::int64_t rows);
+
+// Padding rows are the all-zero rows of the activations: dispatch writes zeros there, and a
+// zero row gives an exactly zero output row in any arithmetic, so they must come out 0.
+std::vector<char> zero_rows(const Tensor& act);
+
+// reference.cpp. Large problems compute a deterministic sample of rows (the others hold NaN:
+// not computed); validate compares those rows and checks every row for NaN, poison and padding.
+// `every_row` computes all rows whatever the size (the layer's reference needs whole outputs).
+std::vector<std::int64_t> reference_rows(const GmmSpec& s, const TensorMap& in, bool* all_rows, bool every_row = false);
+void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every_row = false);
+
+// validate.cpp
+Validation validate(const GmmSpec& s, const TensorMap& in, const TensorMap& got, const TensorMap& ref);
+Cost cost(const GmmSpec& s, const TensorMap& in);
+
+BackendImpl cpu_backend();
+BackendImpl cuda_backend();
+
+// Multiply-adds above which the reference samples rows (fp64 loops on a few cores).
+inline constexpr double kReferenceFullMacs = 1.5e9;
+inline constexpr std::int64_t kReferenceMinRows = 48;
+
+}  // namespace moe::gmm

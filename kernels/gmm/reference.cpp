@@ -1,0 +1,139 @@
+// The definition of gmm: per expert, out = act * W^T with fp64 sums of the exact products of
+// the dtype operands; up: silu(gate) * up; down: times row_weight; then rounded to dtype.
+// Plain loops; only spread over the cores (and sampled when huge) so preset shapes finish.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "common/parallel.hpp"
+#include "gmm/detail.hpp"
+
+namespace moe::gmm {
+
+namespace {
+
+int ref_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+float to_float(DType t, std::uint16_t v) { return t == DType::bf16 ? bf16_to_float(v) : f16_to_float(v); }
+
+double dot(const float* a, const float* b, std::int64_t n) {
+  // Four sums only to keep several additions in flight; each is still fp64.
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::int64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    s0 += static_cast<double>(a[k]) * b[k];
+    s1 += static_cast<double>(a[k + 1]) * b[k + 1];
+    s2 += static_cast<double>(a[k + 2]) * b[k + 2];
+    s3 += static_cast<double>(a[k + 3]) * b[k + 3];
+  }
+  for (; k < n; ++k) s0 += static_cast<double>(a[k]) * b[k];
+  return (s0 + s1) + (s2 + s3);
+}
+
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+
+}  // namespace
+
+std::vector<std::int64_t> reference_rows(const GmmSpec& s, const TensorMap& in, bool* all_rows, bool every_row) {
+  const Tensor& act = in.at(s.act_name());
+  const std::int64_t R = act.shape()[0];
+  const double per_row = static_cast<double>(s.k_dim()) * static_cast<double>(s.n_w());
+  std::vector<std::int64_t> rows;
+  if (every_row || static_cast<double>(R) * per_row <= kReferenceFullMacs) {
+    *all_rows = true;
+    rows.resize(R);
+    for (std::int64_t r = 0; r < R; ++r) rows[r] = r;
+    return rows;
+  }
+  // Padding rows are known to be zero; sample the real ones.
+  const auto pad = zero_rows(act);
+  std::vector<std::int64_t> real;
+  for (std::int64_t r = 0; r < R; ++r)
+    if (!pad[r]) real.push_back(r);
+  const auto n = static_cast<std::size_t>(
+      std::max<double>(static_cast<double>(kReferenceMinRows), std::floor(kReferenceFullMacs / per_row)));
+  *all_rows = real.size() <= n;
+  if (*all_rows) return real;
+  // Each expert's first and last real row (segment edges are where tiles go wrong), then an
+  // even spread over all real rows.
+  const auto* o = in.at("offsets").data<std::int32_t>();
+  std::vector<std::int64_t> edges;
+  for (std::int64_t e = 0; e < s.e_local(); ++e) {
+    auto b = std::lower_bound(real.begin(), real.end(), std::int64_t{o[e]});
+    auto x = std::lower_bound(real.begin(), real.end(), std::int64_t{o[e + 1]});
+    if (b == x) continue;
+    edges.push_back(*b);
+    edges.push_back(*(x - 1));
+  }
+  if (edges.size() <= n / 2) rows = edges;
+  const std::size_t spread = n - rows.size();
+  for (std::size_t i = 0; i < spread; ++i)
+    rows.push_back(real[static_cast<std::size_t>((static_cast<double>(i) + 0.5) * static_cast<double>(real.size()) /
+                                                 static_cast<double>(spread))]);
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every_row) {
+  const Tensor& act = in.at(s.act_name());
+  const Tensor& w = in.at(s.weight_name());
+  const auto* o = in.at("offsets").data<std::int32_t>();
+  const float* rw = s.routed_weight ? in.at("row_weight").data<float>() : nullptr;
+  Tensor& y = out.at(s.out_name());
+  const std::int64_t R = act.shape()[0], K = s.k_dim(), NW = s.n_w(), NO = s.n_out(), I = s.intermediate;
+  const DType dt = s.dtype;
+  const int threads = ref_threads();
+
+  bool all = false;
+  const auto rows = reference_rows(s, in, &all, every_row);
+  // Rows left out hold NaN (never a plausible result), padding rows their exact zero.
+  if (static_cast<std::int64_t>(rows.size()) != R) {
+    for (std::int64_t i = 0; i < y.numel(); ++i) y.set(i, std::numeric_limits<double>::quiet_NaN());
+    const auto pad = zero_rows(act);
+    for (std::int64_t r = 0; r < R; ++r)
+      if (pad[r])
+        for (std::int64_t j = 0; j < NO; ++j) y.set(r * NO + j, 0.0);
+  }
+
+  std::vector<float> wf, af;
+  const auto* wp = w.data<std::uint16_t>();
+  const auto* ap = act.data<std::uint16_t>();
+  auto row_it = rows.begin();
+  for (std::int64_t e = 0; e < s.e_local(); ++e) {
+    auto row_end = std::lower_bound(row_it, rows.end(), std::int64_t{o[e + 1]});
+    const std::vector<std::int64_t> mine(row_it, row_end);
+    row_it = row_end;
+    if (mine.empty()) continue;
+    // The expert's operands as exact floats, once.
+    wf.resize(static_cast<std::size_t>(NW * K));
+    const std::uint16_t* we = wp + e * NW * K;
+    parallel_for(NW, threads, 16, [&](std::int64_t b, std::int64_t x) {
+      for (std::int64_t i = b * K; i < x * K; ++i) wf[i] = to_float(dt, we[i]);
+    });
+    af.resize(mine.size() * static_cast<std::size_t>(K));
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      for (std::int64_t k = 0; k < K; ++k) af[i * K + k] = to_float(dt, ap[mine[i] * K + k]);
+
+    parallel_for(NO, threads, 8, [&](std::int64_t jb, std::int64_t je) {
+      for (std::size_t i = 0; i < mine.size(); ++i) {
+        const float* a = af.data() + i * K;
+        const std::int64_t r = mine[i];
+        for (std::int64_t j = jb; j < je; ++j) {
+          double v;
+          if (!s.down) {
+            const double g = dot(a, wf.data() + j * K, K), u = dot(a, wf.data() + (I + j) * K, K);
+            v = silu(g) * u;
+          } else {
+            v = dot(a, wf.data() + j * K, K);
+            if (rw) v *= rw[r];
+          }
+          y.set(r * NO + j, v);
+        }
+      }
+    });
+  }
+}
+
+}  // namespace moe::gmm

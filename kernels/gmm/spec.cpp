@@ -1,0 +1,107 @@
+#include "gmm/spec.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "moe/error.hpp"
+
+namespace moe {
+
+GmmSpec GmmSpec::parse(const Params& p) {
+  GmmSpec s;
+  s.tokens = p.i("tokens");
+  s.dtype = parse_dtype(p.s("dtype"));
+  s.experts = p.i("experts");
+  s.topk = p.i("topk");
+  s.shared = p.i("shared");
+  s.hidden = p.i("hidden");
+  s.intermediate = p.i("intermediate");
+  s.align = p.i("align");
+  s.down = p.s("stage") == "down";
+  s.routed_weight = p.b("routed_weight");
+  if (s.dtype != DType::bf16 && s.dtype != DType::f16)
+    throw Error("gmm computes in bf16 or f16, not " + std::string(dtype_name(s.dtype)));
+  if (s.topk > s.experts)
+    throw Error("gmm: topk=" + std::to_string(s.topk) + " is larger than experts=" + std::to_string(s.experts));
+  if (s.routed_weight && !s.down)
+    throw Error("gmm: routed_weight multiplies the down projection's rows: use it with stage=down");
+  const std::int64_t b = p.i("expert_begin"), e = p.i("expert_end");
+  s.expert_begin = b;
+  s.expert_end = e < 0 ? s.e_total() : e;
+  if (s.expert_end > s.e_total() || s.expert_begin >= s.expert_end)
+    throw Error("gmm: local experts [" + std::to_string(b) + ", " + std::to_string(s.expert_end) +
+                ") must be a non-empty range inside [0, " + std::to_string(s.e_total()) +
+                ") (experts + shared); set expert_begin/expert_end or use --ep");
+  // Offsets are int32 (as every engine's aligner writes them), so rows must fit.
+  if (s.max_rows() > std::numeric_limits<std::int32_t>::max())
+    throw Error("gmm: up to " + std::to_string(s.max_rows()) +
+                " dispatched rows do not fit int32 offsets: use fewer tokens");
+  return s;
+}
+
+double GmmSpec::avg_rows_per_expert() const {
+  const double routed = static_cast<double>(tokens) * static_cast<double>(topk) / static_cast<double>(experts);
+  const double rows = (shared > 0 && expert_end > experts) ? std::max(routed, static_cast<double>(tokens)) : routed;
+  return std::ceil(std::max(rows, 1.0) / static_cast<double>(align)) * static_cast<double>(align);
+}
+
+std::string GmmSpec::describe() const {
+  return std::string("stage=") + (down ? "down" : "up") + " experts=" + std::to_string(e_total()) +
+         (e_local() != e_total()
+              ? " (local " + std::to_string(expert_begin) + ".." + std::to_string(expert_end - 1) + ")"
+              : std::string()) +
+         " hidden=" + std::to_string(hidden) + " intermediate=" + std::to_string(intermediate);
+}
+
+GmmMemory gmm_host_memory(const GmmSpec& s, bool weights_given, bool acts_given) {
+  GmmMemory m;
+  const double es = static_cast<double>(s.elem_bytes());
+  const double rows = static_cast<double>(s.max_rows());
+  if (!weights_given) m.weights = static_cast<double>(s.e_local()) * static_cast<double>(s.weight_bytes_per_expert());
+  if (!acts_given) m.activations = rows * static_cast<double>(s.k_dim()) * es;
+  // The reference and one backend's outputs live side by side.
+  m.outputs = 2 * rows * static_cast<double>(s.n_out()) * es;
+  return m;
+}
+
+double host_memory_available() {
+  if (const char* o = std::getenv("MOEBENCH_HOST_MEM_BYTES")) {
+    char* end = nullptr;
+    const double v = std::strtod(o, &end);
+    if (end != o && v > 0) return v;
+  }
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("MemAvailable:", 0) == 0) {
+      std::istringstream is(line.substr(13));
+      double kb = 0;
+      is >> kb;
+      return kb * 1024.0;
+    }
+  return 0;
+}
+
+static std::string gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  return buf;
+}
+
+void check_host_memory(const GmmSpec& s, const GmmMemory& need) {
+  const double avail = host_memory_available();
+  if (avail <= 0) return;
+  // Headroom for the process itself, the reference's per-expert scratch and the rest of the machine.
+  const double usable = 0.85 * avail - 0.5e9;
+  if (need.total() <= usable) return;
+  throw Error("gmm for " + s.describe() + " needs " + gb(need.total()) + " of host memory (" +
+              gb(need.weights) + " of " + s.weight_name() + " weights for " + std::to_string(s.e_local()) +
+              " experts, " + gb(need.activations + need.outputs) + " of activations and outputs), " + gb(avail) +
+              " available: shard with --ep N (fewer local experts) or --tp N (smaller intermediate), or use fewer tokens");
+}
+
+}  // namespace moe

@@ -1,0 +1,64 @@
+#pragma once
+// The gmm problem as a typed struct: every backend, the reference and the input maker read
+// the same numbers, parsed and checked once.
+#include <cstdint>
+#include <string>
+
+#include "moe/dtype.hpp"
+#include "moe/params.hpp"
+
+namespace moe {
+
+struct GmmSpec {
+  std::int64_t tokens = 0;
+  DType dtype = DType::bf16;
+  std::int64_t experts = 0, topk = 0, shared = 0;
+  std::int64_t hidden = 0;        // D
+  std::int64_t intermediate = 0;  // I
+  std::int64_t align = 1;         // A
+  std::int64_t expert_begin = 0, expert_end = 0;  // resolved: never -1
+  bool down = false;              // stage: false = up (w13, silu*up), true = down (w2)
+  bool routed_weight = false;     // down only: multiply each row by row_weight
+
+  // Throws an Error naming the bad parameter and what to do.
+  static GmmSpec parse(const Params& problem);
+
+  std::int64_t e_total() const { return experts + shared; }
+  std::int64_t e_local() const { return expert_end - expert_begin; }
+  std::int64_t slots() const { return topk + shared; }  // output slots per token
+  // The GEMM each expert runs: out[R, n_out] from act[R, k_dim] and weights [n_w, k_dim].
+  std::int64_t k_dim() const { return down ? intermediate : hidden; }
+  std::int64_t n_out() const { return down ? hidden : intermediate; }
+  std::int64_t n_w() const { return down ? hidden : 2 * intermediate; }
+  std::size_t elem_bytes() const { return dtype_size(dtype); }
+  std::size_t weight_bytes_per_expert() const {
+    return static_cast<std::size_t>(n_w()) * static_cast<std::size_t>(k_dim()) * elem_bytes();
+  }
+  // Most rows dispatch can produce: a token reaches at most min(slots, local experts) local
+  // experts (its experts are distinct), plus a pad block per expert.
+  std::int64_t max_rows() const {
+    return tokens * (slots() < e_local() ? slots() : e_local()) + e_local() * (align - 1);
+  }
+  // Rows an active local expert gets on average (routed experts; shared ones get every token).
+  double avg_rows_per_expert() const;
+
+  const char* act_name() const { return down ? "h" : "x_sorted"; }
+  const char* weight_name() const { return down ? "w2" : "w13"; }
+  const char* out_name() const { return down ? "y_sorted" : "h"; }
+  std::string describe() const;  // "stage=up experts=257 hidden=7168 intermediate=2048"
+};
+
+// Bytes of host memory the problem's inputs and outputs (and its reference) take, and the
+// refusal when they would not fit: an Error telling the user to shard, never an OOM crash.
+struct GmmMemory {
+  double weights = 0, activations = 0, outputs = 0;
+  double total() const { return weights + activations + outputs; }
+};
+GmmMemory gmm_host_memory(const GmmSpec& s, bool weights_given = false, bool acts_given = false);
+// MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read (then nothing is refused).
+double host_memory_available();
+// Throws when `need` exceeds what the host can spare (MOEBENCH_HOST_MEM_BYTES overrides
+// MemAvailable, for tests and for machines whose /proc lies about cgroup limits).
+void check_host_memory(const GmmSpec& s, const GmmMemory& need);
+
+}  // namespace moe

@@ -1,0 +1,300 @@
+#include "layer/family.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "combine/family.hpp"
+#include "common/problem_params.hpp"
+#include "common/rng.hpp"
+#include "common/routing_gen.hpp"
+#include "common/validate.hpp"
+#include "dispatch/family.hpp"
+#include "gmm/family.hpp"
+#include "layer/stages.hpp"
+#include "moe/error.hpp"
+#include "router/family.hpp"
+
+namespace moe {
+
+namespace {
+
+const char* const kStageKeys[] = {"router", "dispatch", "gmm_up", "gmm_down", "combine"};
+
+std::vector<ParamSpec> layer_config_params() {
+  std::vector<ParamSpec> v;
+  for (const char* k : kStageKeys) {
+    ParamSpec s;
+    s.name = k;
+    s.kind = ParamKind::Text;
+    s.default_value = std::string("auto");
+    s.help = std::string("the ") + k + " stage's config as NAME=VALUE;NAME=VALUE (auto: the family default)";
+    v.push_back(s);
+  }
+  return v;
+}
+
+std::int64_t K_of(const Params& p) { return p.i("topk") + p.i("shared"); }
+std::int64_t Et_of(const Params& p) { return p.i("experts") + p.i("shared"); }
+
+// Stage config from the layer config's text ("auto" or NAME=VALUE;...).
+Params stage_config(const FamilyDesc& f, Backend b, const Params& stage_problem, const std::string& text,
+                    const DeviceInfo& dev) {
+  const BackendImpl& impl = f.need_backend(b);
+  Params c = impl.default_config(stage_problem, dev);
+  if (text != "auto") {
+    std::string commas = text;
+    std::replace(commas.begin(), commas.end(), ';', ',');
+    for (auto& [k, v] : parse_assignments(impl.config_params, commas, "layer stage " + f.name).values()) c.set(k, v);
+  }
+  return complete(impl.config_params, c, f.name + " config");
+}
+
+// The intermediates between stages, sized for the worst-case row count.
+std::vector<TensorSpec> intermediates(const Params& L) {
+  const std::int64_t T = L.i("tokens"), K = K_of(L), Et = Et_of(L), R = layer_max_rows(L);
+  const std::int64_t D = L.i("hidden"), I = L.i("intermediate");
+  const DType act = parse_dtype(L.s("dtype"));
+  return {{"weights", DType::f32, {T, K}, ""}, {"ids", DType::i32, {T, K}, ""},
+          {"offsets", DType::i32, {Et + 1}, ""}, {"src", DType::i32, {R}, ""},
+          {"dst", DType::i32, {T * K}, ""},      {"x_sorted", act, {R, D}, ""},
+          {"h", act, {R, I}, ""},                {"y_sorted", act, {R, D}, ""}};
+}
+
+constexpr std::size_t kAlign = 256;
+std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+std::size_t stage_workspace(const Params& L, Backend b, const Params& config, const DeviceInfo& dev) {
+  std::size_t ws = 0;
+  for (const Stage& s : layer_stages(L)) {
+    const BackendImpl& impl = family(s.family).need_backend(b);
+    if (impl.workspace_bytes)
+      ws = std::max(ws, impl.workspace_bytes(s.problem, stage_config(family(s.family), b, s.problem, config.s(s.name), dev)));
+  }
+  return ws;
+}
+
+// Runs the five stages through their families' backends, intermediates carved from the workspace.
+void run_layer(Backend b, const Params& L, const Params& config, const RefMap& in, const RefMap& out,
+               const LaunchContext& ctx) {
+  DeviceInfo dev;  // space/default depend on the device only through limits the default respects
+  dev.backend = b;
+  dev.threads = ctx.threads;
+  auto* base = static_cast<std::byte*>(ctx.workspace);
+  std::size_t used = 0;
+  RefMap mid;
+  for (const TensorSpec& s : intermediates(L)) {
+    TensorRef r{base + used, s.dtype, s.shape};
+    used += round_up(r.nbytes());
+    mid[s.name] = r;
+  }
+  LaunchContext stage_ctx = ctx;
+  stage_ctx.workspace = base + used;
+  stage_ctx.workspace_bytes = ctx.workspace_bytes > used ? ctx.workspace_bytes - used : 0;
+  auto pick = [](const RefMap& m, std::initializer_list<const char*> names) {
+    RefMap r;
+    for (const char* n : names) r[n] = need(m, n);
+    return r;
+  };
+  RefMap all = mid;
+  for (auto& [k, v] : in) all[k] = v;
+  all["out"] = need(out, "out");
+  for (const Stage& s : layer_stages(L)) {
+    const FamilyDesc& f = family(s.family);
+    const Params c = stage_config(f, b, s.problem, config.s(s.name), dev);
+    RefMap si, so;
+    for (auto& spec : f.input_specs(s.problem)) si[spec.name] = need(all, spec.name);
+    if (s.name == "router") so = pick(all, {"weights", "ids"});
+    else if (s.name == "dispatch") so = pick(all, {"offsets", "src", "dst", "x_sorted"});
+    else if (s.name == "gmm_up") so = pick(all, {"h"});
+    else if (s.name == "gmm_down") so = pick(all, {"y_sorted"});
+    else so = pick(all, {"out"});
+    f.need_backend(b).run(s.problem, c, si, so, stage_ctx);
+  }
+}
+
+Params auto_config() {
+  Params c;
+  for (const char* k : kStageKeys) c.set(k, std::string("auto"));
+  return c;
+}
+
+BackendImpl layer_backend(Backend b) {
+  BackendImpl impl;
+  impl.backend = b;
+  impl.config_params = layer_config_params();
+  // The layer is not searched as a whole: each stage is tuned as its own family and the
+  // layer is timed with the stages' chosen configs.
+  impl.space = [](const Params&, const DeviceInfo&, bool) { return std::vector<Params>{auto_config()}; };
+  impl.default_config = [](const Params&, const DeviceInfo&) { return auto_config(); };
+  impl.invalid_reason = [b](const Params& L, const Params& c, const DeviceInfo& dev) -> std::string {
+    try {
+      for (const Stage& s : layer_stages(L)) stage_config(family(s.family), b, s.problem, c.s(s.name), dev);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return {};
+  };
+  impl.workspace_bytes = [b](const Params& L, const Params& c) {
+    std::size_t n = 0;
+    for (const TensorSpec& s : intermediates(L)) n += round_up(static_cast<std::size_t>(numel(s.shape)) * dtype_size(s.dtype));
+    DeviceInfo dev;
+    dev.backend = b;
+    return n + stage_workspace(L, b, c, dev);
+  };
+  impl.run = [b](const Params& L, const Params& c, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
+    run_layer(b, L, c, in, out, ctx);
+  };
+  return impl;
+}
+
+// Tokens the reference computes: all of a small batch, else a spread including both ends.
+std::vector<std::int64_t> reference_tokens(std::int64_t T) {
+  constexpr std::int64_t kMax = 16;
+  std::vector<std::int64_t> t;
+  for (std::int64_t i = 0; i < std::min(T, kMax); ++i) t.push_back(T <= kMax ? i : i * (T - 1) / (kMax - 1));
+  return t;
+}
+
+Tensor take_rows(const Tensor& src, const std::vector<std::int64_t>& rows) {
+  Shape shape = src.shape();
+  shape[0] = static_cast<std::int64_t>(rows.size());
+  Tensor t(src.dtype(), shape);
+  const std::size_t row_bytes = src.shape()[0] ? src.nbytes() / src.shape()[0] : 0;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(static_cast<std::byte*>(t.raw()) + i * row_bytes,
+                static_cast<const std::byte*>(src.raw()) + rows[i] * row_bytes, row_bytes);
+  return t;
+}
+
+// Each token's output depends only on its own logits and activations, so a sub-batch of
+// sampled tokens (alignment 1: padding does not change the math) gives their exact outputs
+// through the stage references, affordably; the other rows stay NaN (not computed).
+void layer_reference(const Params& L, const TensorMap& in, TensorMap& out) {
+  const auto tokens = reference_tokens(L.i("tokens"));
+  Params sub = L;
+  sub.set("tokens", static_cast<std::int64_t>(tokens.size())).set("align", std::int64_t{1});
+  TensorMap all = in;
+  all["logits"] = take_rows(in.at("logits"), tokens);
+  all["x"] = take_rows(in.at("x"), tokens);
+  for (const Stage& s : layer_stages(sub)) {
+    const FamilyDesc& f = family(s.family);
+    TensorMap si;
+    for (auto& spec : f.input_specs(s.problem)) si[spec.name] = all.at(spec.name);
+    TensorMap so = allocate(f.output_specs(s.problem, si));
+    Params problem = s.problem;
+    if (s.family == "gmm") problem.set(kReferenceEveryRow, std::int64_t{1});
+    f.reference(problem, si, so);
+    for (auto& [k, v] : so) all[k] = std::move(v);
+  }
+  Tensor& o = out.at("out");
+  const Tensor& got = all.at("out");
+  const std::int64_t D = L.i("hidden");
+  for (std::int64_t i = 0; i < o.numel(); ++i) o.set(i, std::nan(""));
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    for (std::int64_t d = 0; d < D; ++d) o.set(tokens[i] * D + d, got.get(static_cast<std::int64_t>(i) * D + d));
+}
+
+Validation layer_validate(const Params& L, const TensorMap& got_map, const TensorMap& ref_map) {
+  const Tensor& got = got_map.at("out");
+  const Tensor& ref = ref_map.at("out");
+  const auto tokens = reference_tokens(L.i("tokens"));
+  // Every element must be written and finite; the sampled tokens must match the reference.
+  Check whole;
+  whole.tensor = "out (every token written, finite)";
+  const std::size_t es = dtype_size(got.dtype());
+  for (std::int64_t i = 0; i < got.numel(); ++i) {
+    const bool unwritten = is_poison(got.dtype(), static_cast<const std::byte*>(got.raw()) + i * es);
+    if (unwritten) ++whole.unwritten;
+    else if (!std::isfinite(got.get(i))) ++whole.nans;
+  }
+  whole.ok = whole.unwritten == 0 && whole.nans == 0;
+  const Tensor g = take_rows(got, tokens), r = take_rows(ref, tokens);
+  // Rounding to the dtype after each matmul compounds over two products and a weighted sum.
+  const DType act = parse_dtype(L.s("dtype"));
+  Check sample = compare_close("out (" + std::to_string(tokens.size()) + " tokens vs the fp64 stage references)", g, r,
+                               2 * rel_l2_tolerance(act), 0.1, 1e-2);
+  return make_validation({whole, sample});
+}
+
+FamilyDesc make_layer() {
+  FamilyDesc f;
+  f.name = "moe-layer";
+  f.summary = "the whole layer: router, dispatch, gmm up, gmm down, combine, each stage with its own config";
+  f.problem_params = {pp::tokens(),      pp::dtype("bf16", {"bf16", "f16"}), pp::experts(), pp::topk(),
+                      pp::shared(),      pp::groups(),  pp::topk_group(), pp::group_score(), pp::scoring(),
+                      pp::renormalize(), pp::rsf(),     pp::bias(),       pp::hidden(),      pp::intermediate(),
+                      pp::align()};
+  f.check_problem = [](const Params& L) {
+    for (const Stage& s : layer_stages(L))
+      if (family(s.family).check_problem) family(s.family).check_problem(s.problem);
+  };
+  f.input_specs = [](const Params& L) {
+    const std::int64_t T = L.i("tokens"), E = L.i("experts"), Et = Et_of(L), D = L.i("hidden"), I = L.i("intermediate");
+    const DType act = parse_dtype(L.s("dtype"));
+    std::vector<TensorSpec> v = {{"logits", DType::f32, {T, E}, "router logits"}, {"x", act, {T, D}, "activations"},
+                                 {"w13", act, {Et, 2 * I, D}, "gate and up weights"},
+                                 {"w2", act, {Et, D, I}, "down weights"}};
+    if (L.b("bias")) v.push_back({"bias", DType::f32, {E}, "e_score_correction_bias"});
+    return v;
+  };
+  f.make_inputs = [](const Params& L, const InputOptions& opt, TensorMap& in) {
+    // Each stage family makes its own kind of input, so the layer's inputs look like theirs.
+    Rng rng(opt.seed);
+    const auto stages = layer_stages(L);
+    TensorMap r;
+    for (auto& [k, v] : in) r[k] = v;
+    family("router").make_inputs(stages[0].problem, opt, r);
+    TensorMap up, down;
+    for (const char* k : {"w13"}) if (in.count(k)) up[k] = in.at(k);
+    for (const char* k : {"w2"}) if (in.count(k)) down[k] = in.at(k);
+    InputOptions o2 = opt;
+    o2.seed = opt.seed + 1;
+    family("gmm").make_inputs(stages[2].problem, o2, up);
+    family("gmm").make_inputs(stages[3].problem, o2, down);
+    for (const char* k : {"logits", "bias"}) if (r.count(k) && !in.count(k)) in[k] = r.at(k);
+    if (!in.count("w13")) in["w13"] = up.at("w13");
+    if (!in.count("w2")) in["w2"] = down.at("w2");
+    if (!in.count("x")) in["x"] = random_tensor(parse_dtype(L.s("dtype")), {L.i("tokens"), L.i("hidden")}, rng);
+  };
+  f.output_specs = [](const Params& L, const TensorMap&) {
+    return std::vector<TensorSpec>{{"out", parse_dtype(L.s("dtype")), {L.i("tokens"), L.i("hidden")}, "layer output"}};
+  };
+  f.reference = layer_reference;
+  f.validate = [](const Params& L, const TensorMap&, const TensorMap& got, const TensorMap& ref) {
+    return layer_validate(L, got, ref);
+  };
+  f.cost = [](const Params& L, const TensorMap& in) {
+    Cost c;
+    const double T = L.i("tokens"), K = K_of(L), D = L.i("hidden"), I = L.i("intermediate");
+    const double es = dtype_size(parse_dtype(L.s("dtype")));
+    // Weight bytes of the experts the tokens actually reach: routing decides it, so count it.
+    TensorMap r;
+    r["logits"] = in.at("logits");
+    if (in.count("bias")) r["bias"] = in.at("bias");
+    const auto stages = layer_stages(L);
+    TensorMap ro = allocate(family("router").output_specs(stages[0].problem, r));
+    family("router").reference(stages[0].problem, r, ro);
+    std::set<std::int32_t> active;
+    const Tensor& ids = ro.at("ids");
+    for (std::int64_t i = 0; i < ids.numel(); ++i) active.insert(ids.data<std::int32_t>()[i]);
+    c.bytes = active.size() * 3.0 * I * D * es + 2.0 * T * D * es + in.at("logits").nbytes();
+    c.flops = 2.0 * T * K * D * 3.0 * I;
+    return c;
+  };
+  f.backends.push_back(layer_backend(Backend::cpu));
+  if (router_family().backend(Backend::cuda) && dispatch_family().backend(Backend::cuda) &&
+      gmm_family().backend(Backend::cuda) && combine_family().backend(Backend::cuda))
+    f.backends.push_back(layer_backend(Backend::cuda));
+  return f;
+}
+
+}  // namespace
+
+const FamilyDesc& layer_family() {
+  static const FamilyDesc d = make_layer();
+  return d;
+}
+
+}  // namespace moe

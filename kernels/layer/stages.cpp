@@ -1,0 +1,32 @@
+#include "layer/stages.hpp"
+
+namespace moe {
+
+static Params stage_problem(const std::string& fam, const Params& layer, std::initializer_list<std::pair<const char*, Value>> extra) {
+  const FamilyDesc& f = family(fam);
+  Params p;
+  for (auto& [k, v] : layer.values())
+    if (f.problem_param(k)) p.set(k, v);
+  for (auto& [k, v] : extra) p.set(k, v);
+  return complete(f.problem_params, p, "layer stage " + fam);
+}
+
+std::vector<Stage> layer_stages(const Params& L) {
+  const std::string act = L.s("dtype");
+  return {
+      {"router", "router", stage_problem("router", L, {{"dtype", std::string("f32")}})},
+      {"dispatch", "dispatch", stage_problem("dispatch", L, {})},
+      {"gmm_up", "gmm", stage_problem("gmm", L, {{"stage", std::string("up")}})},
+      {"gmm_down", "gmm", stage_problem("gmm", L, {{"stage", std::string("down")}, {"routed_weight", std::int64_t{0}}})},
+      {"combine", "combine",
+       stage_problem("combine", L, {{"layout", std::string("ragged")}, {"out_dtype", std::string("same")},
+                                    {"epilogue", std::string("none")}})},
+  };
+}
+
+std::int64_t layer_max_rows(const Params& L) {
+  const std::int64_t K = L.i("topk") + L.i("shared"), E = L.i("experts") + L.i("shared");
+  return L.i("tokens") * K + E * (L.i("align") - 1);
+}
+
+}  // namespace moe

@@ -1,0 +1,23 @@
+#pragma once
+// How a layer problem splits into the problems of its five stages. Stage problems use the
+// shared parameter names, so they are built from the layer's parameters by name.
+#include <string>
+#include <vector>
+
+#include "moe/family.hpp"
+
+namespace moe {
+
+struct Stage {
+  std::string name;    // router, dispatch, gmm_up, gmm_down, combine: the layer's config keys
+  std::string family;  // the family that computes it
+  Params problem;      // complete problem of that family
+};
+
+std::vector<Stage> layer_stages(const Params& layer_problem);
+
+// Rows after dispatch in the worst case (every slot local, every segment padded):
+// intermediate buffers are sized by it because the real R is only known on the device.
+std::int64_t layer_max_rows(const Params& layer_problem);
+
+}  // namespace moe

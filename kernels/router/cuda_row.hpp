@@ -1,0 +1,456 @@
+#pragma once
+// The cuda router's per-row algorithm. It is written once against a small "Lane" interface
+// (lane id, xor/indexed shuffles, full-warp max/min) so that the same code runs on the
+// device (cuda_kernels.cuh) and, in the tests, on the host under a warp emulator: the
+// index arithmetic, tie-breaking and NaN handling are checked on machines without a GPU.
+//
+// A row group of LANES lanes owns one row: lane `sub` holds experts
+//   j*LANES*V + sub*V + v   (chunk j < EPL/V, v < V)
+// as fp32 scores s[] and 32-bit order keys key[]. A key orders selection scores like the
+// reference does: larger c first, NaN as -inf, and (through the index tie-break of every
+// reduction) the lower expert first on ties. Key 0 marks an expert out of the running
+// (padding, dropped group); keys 1..k mark the experts already chosen, by rank.
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#define ROUTER_FN __device__ __forceinline__
+#else
+#include <cmath>
+
+#include "moe/dtype.hpp"
+#define ROUTER_FN inline
+#endif
+
+namespace moe::router::kern {
+
+enum GroupMode : int {
+  kNoGroups = 0,    // every expert is a candidate (G == 1 or TG == G)
+  kLaneGroups = 1,  // each chunk of a lane lies inside one group, groups span lpg aligned lanes
+  kAnyGroups = 2,   // anything else: groups scored one at a time
+};
+
+// Kernel arguments, passed by value. Built on the host by make_kernel_args (cuda.hpp).
+struct Args {
+  const void* logits;  // [T,E], esize bytes per element
+  const float* bias;   // [E] or null
+  float* weights;      // [T,K]
+  std::int32_t* ids;   // [T,K]
+  long long T;
+  int E, k, S;
+  int G, TG, GS;       // groups, kept groups, experts per group
+  int group_mode;
+  int lpg_shift;       // kLaneGroups: log2(lanes per group)
+  int gpc;             // kLaneGroups: groups per chunk (LANES*V/GS)
+  int sigmoid, top2, renorm, bf16;
+  float rsf;
+};
+
+#if !defined(__CUDACC__)
+using std::max;
+using std::min;
+#endif
+
+// ---- scalar helpers ---------------------------------------------------------------------
+
+ROUTER_FN float u2f(unsigned u) {
+#if defined(__CUDACC__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
+ROUTER_FN unsigned f2u(float f) {
+#if defined(__CUDACC__)
+  return __float_as_uint(f);
+#else
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+
+ROUTER_FN bool is_nan(float x) { return x != x; }
+ROUTER_FN float neg_inf() { return u2f(0xFF800000u); }
+ROUTER_FN float quiet_nan() { return u2f(0x7FC00000u); }
+// IEEE fmax: a NaN operand is ignored.
+ROUTER_FN float fmax_ignoring_nan(float a, float b) { return (is_nan(b) || a >= b) ? a : b; }
+
+ROUTER_FN float exp_f32(float x) {
+#if defined(__CUDACC__)
+  return expf(x);
+#else
+  return std::exp(x);
+#endif
+}
+
+ROUTER_FN float half_to_float(unsigned h) {
+#if defined(__CUDACC__)
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
+#else
+  return moe::f16_to_float(static_cast<std::uint16_t>(h));
+#endif
+}
+
+// Order-preserving map of a selection score to an unsigned key: NaN ranks as -inf and
+// -0 as +0 (they compare equal as floats, so they must tie). Every real key is >= kMinKey.
+inline constexpr unsigned kMinKey = 0x007FFFFFu;  // the key of -inf
+ROUTER_FN unsigned order_key(float c) {
+  unsigned u = f2u(is_nan(c) ? neg_inf() : c);
+  if (u == 0x80000000u) u = 0;
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+ROUTER_FN float key_value(unsigned k) { return u2f((k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k); }
+
+// ---- loads --------------------------------------------------------------------------------
+
+template <int BYTES>
+struct Raw {
+  unsigned w[BYTES / 4];
+};
+template <>
+struct Raw<2> {
+  unsigned short h;
+};
+
+template <int BYTES>
+ROUTER_FN void load_raw(Raw<BYTES>& r, const unsigned char* p) {
+#if defined(__CUDACC__)
+  if constexpr (BYTES == 16) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+    r.w[0] = v.x, r.w[1] = v.y, r.w[2] = v.z, r.w[3] = v.w;
+  } else if constexpr (BYTES == 8) {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+    r.w[0] = v.x, r.w[1] = v.y;
+  } else if constexpr (BYTES == 4) {
+    r.w[0] = __ldg(reinterpret_cast<const unsigned*>(p));
+  } else {
+    r.h = __ldg(reinterpret_cast<const unsigned short*>(p));
+  }
+#else
+  std::memcpy(&r, p, BYTES);
+#endif
+}
+
+// Element v of a raw vector, widened to float (bf16/f16 convert exactly).
+template <int ESIZE, int BYTES>
+ROUTER_FN float raw_elem(const Raw<BYTES>& r, int v, int bf16) {
+  if constexpr (ESIZE == 4) {
+    return u2f(r.w[v]);
+  } else {
+    unsigned h;
+    if constexpr (BYTES == 2) h = r.h;
+    else h = (r.w[v >> 1] >> ((v & 1) * 16)) & 0xFFFFu;  // little endian: lower address, low half
+    return bf16 ? u2f(h << 16) : half_to_float(h);
+  }
+}
+
+// V consecutive biases from a V-aligned index (16-byte aligned for V >= 4).
+template <int V>
+ROUTER_FN void load_bias(float* b, const float* p) {
+#if defined(__CUDACC__)
+  if constexpr (V % 4 == 0) {
+#pragma unroll
+    for (int q = 0; q < V / 4; ++q) {
+      const float4 x = __ldg(reinterpret_cast<const float4*>(p) + q);
+      b[4 * q] = x.x, b[4 * q + 1] = x.y, b[4 * q + 2] = x.z, b[4 * q + 3] = x.w;
+    }
+  } else if constexpr (V == 2) {
+    const float2 x = __ldg(reinterpret_cast<const float2*>(p));
+    b[0] = x.x, b[1] = x.y;
+  } else {
+    b[0] = __ldg(p);
+  }
+#else
+  for (int i = 0; i < V; ++i) b[i] = p[i];
+#endif
+}
+
+// ---- reductions over the LANES lanes of a row group ----------------------------------------
+// xor butterflies leave the same result on every lane of the group (the combine steps are
+// commutative), which keeps all later decisions uniform across the group.
+
+template <int LANES, class Lane>
+ROUTER_FN float row_sum(Lane& ln, float v) {
+#pragma unroll
+  for (int off = LANES / 2; off > 0; off >>= 1) v += ln.xor_f(v, off);
+  return v;
+}
+
+template <int LANES, class Lane>
+ROUTER_FN float row_max(Lane& ln, float v) {
+#pragma unroll
+  for (int off = LANES / 2; off > 0; off >>= 1) v = fmax_ignoring_nan(v, ln.xor_f(v, off));
+  return v;
+}
+
+// The largest key with, among equal keys, the smallest idx; every lane of the group gets it.
+template <int LANES, class Lane>
+ROUTER_FN void row_argmax(Lane& ln, unsigned& key, unsigned& idx) {
+  if constexpr (LANES == 32) {
+    const unsigned m = ln.max_u(key);
+    idx = ln.min_u(key == m ? idx : 0xFFFFFFFFu);
+    key = m;
+  } else {
+#pragma unroll
+    for (int off = LANES / 2; off > 0; off >>= 1) {
+      const unsigned ok = ln.xor_u(key, off), oi = ln.xor_u(idx, off);
+      if (ok > key || (ok == key && oi < idx)) key = ok, idx = oi;
+    }
+  }
+}
+
+ROUTER_FN void top2_insert(unsigned& t1, unsigned& t2, unsigned x) {
+  t2 = max(t2, min(t1, x));
+  t1 = max(t1, x);
+}
+
+// Merges the best two keys across `span` aligned lanes (span: a power of two <= LANES).
+template <class Lane>
+ROUTER_FN void span_top2(Lane& ln, unsigned& t1, unsigned& t2, int span) {
+  for (int off = 1; off < span; off <<= 1) {
+    const unsigned o1 = ln.xor_u(t1, off), o2 = ln.xor_u(t2, off);
+    t2 = max(min(t1, o1), max(t2, o2));
+    t1 = max(t1, o1);
+  }
+}
+
+// Best key of a lane's array and its slot; ties to the lower slot (a tree, for latency: the
+// left half always holds the lower slots, and only a strictly larger right side wins).
+template <int N>
+ROUTER_FN void local_argmax(const unsigned (&key)[N], unsigned& best, int& slot) {
+  unsigned k[N];
+  int s[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) k[i] = key[i], s[i] = i;
+#pragma unroll
+  for (int w = 1; w < N; w *= 2) {
+#pragma unroll
+    for (int i = 0; i + w < N; i += 2 * w)
+      if (k[i + w] > k[i]) k[i] = k[i + w], s[i] = s[i + w];
+  }
+  best = k[0];
+  slot = s[0];
+}
+
+// Score of a group from its best two keys: fp32 sum for top2_sum (one expert: its own c).
+ROUTER_FN float group_value(const Args& a, unsigned t1, unsigned t2) {
+  float v = key_value(t1);
+  if (a.top2 && a.GS > 1) v = v + key_value(t2);
+  return v;
+}
+
+// ---- one row -------------------------------------------------------------------------------
+
+template <int LANES, int EPL, int V, int ESIZE>
+struct RowKernel {
+  static_assert(LANES >= 1 && LANES <= 32 && (LANES & (LANES - 1)) == 0, "lanes: a power of two up to 32");
+  static_assert(V == 1 || V == 2 || V == 4 || V == 8, "vec: 1, 2, 4 or 8 elements");
+  static_assert(EPL % V == 0 && EPL <= 32, "epl: a multiple of vec, at most 32 (one bit per slot)");
+  static_assert(V * ESIZE <= 16, "loads are at most 16 bytes");
+  static constexpr int NCH = EPL / V;
+  static constexpr int RPW = 32 / LANES;
+  static constexpr int BYTES = V * ESIZE;
+  using RawT = Raw<BYTES>;
+
+  ROUTER_FN static int expert_of(int slot, int sub) { return (slot / V) * (LANES * V) + sub * V + slot % V; }
+
+  ROUTER_FN static void load_row(const Args& a, long long row, int sub, RawT (&raw)[NCH]) {
+    const auto* base = static_cast<const unsigned char*>(a.logits) + row * a.E * ESIZE;
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) {
+      const int e = expert_of(j * V, sub);
+      if (e < a.E) load_raw<BYTES>(raw[j], base + static_cast<long long>(e) * ESIZE);
+      else raw[j] = RawT{};
+    }
+  }
+
+  // Groups whose chunks sit inside one group: score each chunk's group across its lpg lanes,
+  // keep the TG best (ties to the lower group), drop the rest.
+  template <class Lane>
+  ROUTER_FN static void lane_groups(const Args& a, Lane& ln, int sub, unsigned (&key)[EPL]) {
+    const int lpg = 1 << a.lpg_shift, gsub = sub >> a.lpg_shift;
+    unsigned gk[NCH];
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) {
+      unsigned t1 = 0, t2 = 0;
+#pragma unroll
+      for (int v = 0; v < V; ++v) top2_insert(t1, t2, key[j * V + v]);
+      span_top2(ln, t1, t2, lpg);
+      const int gid = j * a.gpc + gsub;
+      gk[j] = gid < a.G ? order_key(group_value(a, t1, t2)) : 0u;
+    }
+    unsigned kept = 0;
+    for (int r = 0; r < a.TG; ++r) {
+      unsigned bk;
+      int bj;
+      local_argmax<NCH>(gk, bk, bj);
+      unsigned bg = static_cast<unsigned>(bj * a.gpc + gsub);
+      row_argmax<LANES>(ln, bk, bg);
+#pragma unroll
+      for (int j = 0; j < NCH; ++j)
+        if (static_cast<unsigned>(j * a.gpc + gsub) == bg) gk[j] = 0, kept |= 1u << j;
+    }
+#pragma unroll
+    for (int j = 0; j < NCH; ++j)
+      if (!((kept >> j) & 1u))
+#pragma unroll
+        for (int v = 0; v < V; ++v) key[j * V + v] = 0;
+  }
+
+  // Any grouping: score group g across the whole row group, park its key on lane g % LANES
+  // (slot g / LANES), select TG groups there, then each expert asks its group's lane.
+  template <class Lane>
+  ROUTER_FN static void any_groups(const Args& a, Lane& ln, int sub, unsigned (&key)[EPL]) {
+    int gidx[EPL];
+#pragma unroll
+    for (int i = 0; i < EPL; ++i) gidx[i] = expert_of(i, sub) / a.GS;
+    unsigned gk[EPL];  // G <= E <= LANES*EPL, so EPL slots per lane hold every group
+#pragma unroll
+    for (int q = 0; q < EPL; ++q) gk[q] = 0;
+    for (int g = 0; g < a.G; ++g) {
+      unsigned t1 = 0, t2 = 0;
+#pragma unroll
+      for (int i = 0; i < EPL; ++i)
+        if (gidx[i] == g) top2_insert(t1, t2, key[i]);
+      span_top2(ln, t1, t2, LANES);
+      const unsigned gkey = order_key(group_value(a, t1, t2));
+      const bool owner = sub == g % LANES;
+#pragma unroll
+      for (int q = 0; q < EPL; ++q)
+        if (owner && q == g / LANES) gk[q] = gkey;
+    }
+    unsigned kept = 0;  // bit q: group q*LANES + sub is kept
+    for (int r = 0; r < a.TG; ++r) {
+      unsigned bk;
+      int bq;
+      local_argmax<EPL>(gk, bk, bq);
+      unsigned bg = static_cast<unsigned>(bq * LANES + sub);
+      row_argmax<LANES>(ln, bk, bg);
+      const bool owner = static_cast<unsigned>(sub) == bg % LANES;
+#pragma unroll
+      for (int q = 0; q < EPL; ++q)
+        if (owner && static_cast<unsigned>(q) == bg / LANES) gk[q] = 0, kept |= 1u << q;
+    }
+#pragma unroll
+    for (int i = 0; i < EPL; ++i) {
+      const int g = gidx[i];
+      const unsigned m = ln.idx_u(kept, g % LANES, LANES);
+      const int bit = g / LANES;
+      if (bit >= 32 || !((m >> bit) & 1u)) key[i] = 0;
+    }
+  }
+
+  // Scores, groups, top-k and the writes of one row. `active` is false for a row group past
+  // the last row: it computes on a copy of the last row (so the warp stays converged) and
+  // writes nothing.
+  template <class Lane>
+  ROUTER_FN static void route(const Args& a, Lane& ln, int sub, long long row, bool active, const RawT (&raw)[NCH]) {
+    float s[EPL], b[EPL];
+    unsigned key[EPL];
+    // Bias first: its loads then overlap the wait for the logits.
+#pragma unroll
+    for (int i = 0; i < EPL; ++i) b[i] = 0.0f;
+    if (a.bias) {
+#pragma unroll
+      for (int j = 0; j < NCH; ++j) {
+        const int e0 = expert_of(j * V, sub);
+        if (e0 < a.E) load_bias<V>(b + j * V, a.bias + e0);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) {
+      const bool valid = expert_of(j * V, sub) < a.E;
+#pragma unroll
+      for (int v = 0; v < V; ++v) s[j * V + v] = valid ? raw_elem<ESIZE, BYTES>(raw[j], v, a.bf16) : quiet_nan();
+    }
+    // Padding slots hold NaN logits: no part in the max or the sum, and key 0 below.
+    if (a.sigmoid) {
+#pragma unroll
+      for (int i = 0; i < EPL; ++i) s[i] = 1.0f / (1.0f + exp_f32(-s[i]));
+    } else {
+      float m = neg_inf();
+#pragma unroll
+      for (int i = 0; i < EPL; ++i) m = fmax_ignoring_nan(m, s[i]);
+      m = row_max<LANES>(ln, m);
+      float sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < EPL; ++i) {
+        const float e = exp_f32(s[i] - m);
+        if (!is_nan(s[i])) sum += e, s[i] = e;
+      }
+      sum = row_sum<LANES>(ln, sum);
+      const float inv = 1.0f / sum;
+#pragma unroll
+      for (int i = 0; i < EPL; ++i) s[i] = s[i] * inv;
+    }
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) {
+      const bool valid = expert_of(j * V, sub) < a.E;
+#pragma unroll
+      for (int v = 0; v < V; ++v) key[j * V + v] = valid ? order_key(s[j * V + v] + b[j * V + v]) : 0u;
+    }
+
+    if (a.group_mode == kLaneGroups) lane_groups(a, ln, sub, key);
+    else if (a.group_mode == kAnyGroups) any_groups(a, ln, sub, key);
+
+    for (int it = 0; it < a.k; ++it) {
+      unsigned bk;
+      int bs;
+      local_argmax<EPL>(key, bk, bs);
+      const unsigned mine = static_cast<unsigned>(expert_of(bs, sub));
+      unsigned win = mine;
+      row_argmax<LANES>(ln, bk, win);
+#pragma unroll
+      for (int i = 0; i < EPL; ++i)
+        if (win == mine && i == bs) key[i] = static_cast<unsigned>(it + 1);
+    }
+
+    const unsigned k = static_cast<unsigned>(a.k);
+    float wsum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < EPL; ++i)
+      if (key[i] - 1u < k && !is_nan(s[i])) wsum += s[i];
+    wsum = row_sum<LANES>(ln, wsum);
+    const float scale = (a.renorm && wsum > 0.0f) ? a.rsf / wsum : a.rsf;
+    if (!active) return;
+    const long long K = a.k + a.S, base = row * K;
+#pragma unroll
+    for (int i = 0; i < EPL; ++i) {
+      if (key[i] - 1u < k) {
+        const long long at = base + (key[i] - 1u);
+        a.ids[at] = expert_of(i, sub);
+        a.weights[at] = is_nan(s[i]) ? 0.0f : s[i] * scale;
+      }
+    }
+    for (int q = sub; q < a.S; q += LANES) {
+      a.ids[base + a.k + q] = a.E + q;
+      a.weights[base + a.k + q] = 1.0f;
+    }
+  }
+
+  // Rows warp*RPW + (lane/LANES), stepping by nwarps*RPW; the next row's logits are loaded
+  // while the current one is routed. Loop bounds depend on the warp only, never the lane.
+  template <class Lane>
+  ROUTER_FN static void rows(const Args& a, Lane& ln, long long warp, long long nwarps) {
+    const int lane = ln.lane(), sub = lane % LANES;
+    const long long rloc = lane / LANES, stride = nwarps * RPW, last = a.T - 1;
+    RawT next[NCH];
+    long long base = warp * RPW;
+    if (base < a.T) load_row(a, min(base + rloc, last), sub, next);
+    for (; base < a.T; base += stride) {
+      RawT cur[NCH];
+#pragma unroll
+      for (int j = 0; j < NCH; ++j) cur[j] = next[j];
+      if (base + stride < a.T) load_row(a, min(base + stride + rloc, last), sub, next);
+      const long long row = base + rloc;
+      route(a, ln, sub, min(row, last), row < a.T, cur);
+    }
+  }
+};
+
+}  // namespace moe::router::kern

@@ -1,0 +1,94 @@
+// The moebench binary as a user meets it: exit codes and one-line errors.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "moe/cuda_device.hpp"
+
+namespace {
+
+struct Result {
+  int rc;
+  std::string out;
+};
+
+Result sh(const std::string& args) {
+  const std::string cmd = std::string(MOEBENCH_EXE) + " " + args + " 2>&1";
+  Result r{0, {}};
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  while (std::fgets(buf.data(), buf.size(), p)) r.out += buf.data();
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string tmpdir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("moebench-cli-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+TEST(Cli, UnknownFamilyNamesTheKnownOnes) {
+  auto r = sh("run nosuchfamily");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("unknown kernel family 'nosuchfamily'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("router"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UnknownPresetIsAnErrorListingPresets) {
+  auto r = sh("run router --model no-such-model --backend cpu");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("no-such-model"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("deepseek-v3"), std::string::npos) << r.out;
+}
+
+TEST(Cli, ParameterOfAnotherFamilyIsRejected) {
+  auto r = sh("run router --hidden 4096 --backend cpu");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("has no parameter 'hidden'"), std::string::npos) << r.out;
+}
+
+TEST(Cli, BadParameterValueSaysWhatIsAllowed) {
+  auto r = sh("run router --scoring tanh --backend cpu");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("softmax|sigmoid"), std::string::npos) << r.out;
+}
+
+TEST(Cli, CudaBackendWithoutDeviceSaysSo) {
+  if (moe::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible";
+  auto r = sh("run router --backend cuda");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("no CUDA device is visible"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--backend cpu"), std::string::npos) << r.out;
+}
+
+TEST(Cli, CorruptNpyInputIsOneLineAndNonZero) {
+  const std::string d = tmpdir("npy");
+  const std::string f = d + "/logits.npy";
+  std::ofstream(f, std::ios::binary) << "\x93NUMPY\x01\x00garbage that is not a header";
+  auto r = sh("run router --backend cpu --tokens 4 --input logits=" + f);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find(f), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+TEST(Cli, InputNameMustBeAFamilyInput) {
+  auto r = sh("run router --backend cpu --input nosuch=/tmp/x.npy");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("has no input 'nosuch'"), std::string::npos) << r.out;
+}
+
+TEST(Cli, HelpListsEveryCommand) {
+  auto r = sh("--help");
+  EXPECT_EQ(r.rc, 0);
+  for (const char* c : {"devices", "list", "run", "sweep", "compare", "lookup", "merge"})
+    EXPECT_NE(r.out.find(c), std::string::npos) << c;
+}
+
+}  // namespace
