@@ -5,12 +5,12 @@
 #include <memory>
 #include <optional>
 
+#include "io/npy.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "tuner/harness.hpp"
 #include "tuner/json_io.hpp"
 #include "tuner/line_io.hpp"
-#include "tuner/replay.hpp"
 #include "tuner/timer_cpu.hpp"
 #include "tuner/timer_cuda.hpp"
 #include "tuner/version.hpp"
@@ -93,7 +93,7 @@ class Worker {
     opt_.zipf_s = req.value("zipf_s", 1.2);
     const std::string replay = req.value("replay", "");
     if (!replay.empty()) {
-      replay_ = load_replay_npy(replay);
+      replay_ = read_npy(replay);  // captured logits [N,E] or ids [N,k]
       opt_.dist = "replay";
       opt_.replay = &*replay_;
     }
