@@ -31,13 +31,10 @@ struct SweepArgs {
   bool resume = false, quiet = false, json = false, no_cupti = false;
 };
 
-// What `sweep <what>` covers, in pipeline order.
-// Extension point: the moe-layer unit (the whole pipeline as one benchmarkable unit, with a
-// per-stage breakdown) is added here as one more SweepUnit once it exists.
+// What `sweep <what>` covers: one family (moe-layer is one too: the whole pipeline as a
+// unit), or all of them in pipeline order.
 std::vector<const FamilyDesc*> sweep_targets(const std::string& what, Backend b, bool& strict) {
   strict = false;
-  if (what == "moe-layer")
-    throw Error("the moe-layer unit is not in this build yet: sweep its kernels with `moebench sweep all` or one family at a time");
   if (what != "all") {
     strict = true;
     return {&family(what)};

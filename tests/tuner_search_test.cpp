@@ -188,7 +188,13 @@ TEST(TunerSearch, FailedCandidatesAreNeverChosen) {
   s.status["c1"] = "invalid";
   s.status["c2"] = "crashed";
   for (Strategy st : {Strategy::exhaustive, Strategy::halving}) {
-    for (auto& x : c) x = Candidate{x.config, x.key, x.is_default};
+    for (auto& x : c) {  // forget the previous strategy's measurements
+      Candidate fresh;
+      fresh.config = x.config;
+      fresh.key = x.key;
+      fresh.is_default = x.is_default;
+      x = fresh;
+    }
     SearchOptions o;
     o.strategy = st;
     o.rule = fast_rule();

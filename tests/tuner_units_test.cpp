@@ -48,7 +48,9 @@ TEST(TunerShard, PartitionIsDisjointAndComplete) {
       for (int p = 0; p < n; ++p) EXPECT_EQ(seen[p], 1) << "point " << p << " of " << n << " in " << count << " shards";
       // Deterministic and balanced.
       EXPECT_EQ(shard_points(n, 0, count), shard_points(n, 0, count));
-      if (n >= count) EXPECT_LE(shard_points(n, 0, count).size() - shard_points(n, count - 1, count).size(), 1u);
+      if (n >= count) {
+        EXPECT_LE(shard_points(n, 0, count).size() - shard_points(n, count - 1, count).size(), 1u);
+      }
     }
   EXPECT_THROW(shard_points(5, 3, 3), moe::Error);
 }

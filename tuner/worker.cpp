@@ -5,12 +5,12 @@
 #include <memory>
 #include <optional>
 
+#include "io/npy.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "tuner/harness.hpp"
 #include "tuner/json_io.hpp"
 #include "tuner/line_io.hpp"
-#include "tuner/replay.hpp"
 #include "tuner/timer_cpu.hpp"
 #include "tuner/timer_cuda.hpp"
 #include "tuner/version.hpp"
@@ -87,14 +87,13 @@ class Worker {
     backend_ = parse_backend(req.value("backend", "cpu"));
     threads_ = req.value("threads", 0);
     dev_ = backend_ == Backend::cuda ? cuda_device_info(req.value("device", 0)) : cpu_device_info(threads_);
-    dev_.threads = backend_ == Backend::cpu ? cpu_device_info(threads_).threads : dev_.threads;
     problem_ = params_from_json(req.at("problem"), "problem");
     opt_ = InputOptions{};
     opt_.dist = req.value("dist", "uniform");
     opt_.zipf_s = req.value("zipf_s", 1.2);
     const std::string replay = req.value("replay", "");
     if (!replay.empty()) {
-      replay_ = load_replay_npy(replay);
+      replay_ = read_npy(replay);  // captured logits [N,E] or ids [N,k]
       opt_.dist = "replay";
       opt_.replay = &*replay_;
     }
