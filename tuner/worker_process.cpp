@@ -37,7 +37,7 @@ WorkerLaunch self_exec_launch() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) throw Error("cannot find the moebench executable to start workers: " + ec.message());
-  return WorkerLaunch{{exe.string(), "worker"}, {}};
+  return WorkerLaunch{{exe.string(), "worker", "--attached"}, {}};
 }
 
 WorkerProcess::~WorkerProcess() { stop(); }
