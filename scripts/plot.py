@@ -89,6 +89,18 @@ def problem_suffixes(problems):
     return out
 
 
+def label(config_key, width=48):
+    """A config key wrapped at its commas, so that long keys do not squeeze the plot."""
+    lines, line = [], ""
+    for part in config_key.split(","):
+        if line and len(line) + 1 + len(part) > width:
+            lines.append(line + ",")
+            line = part
+        else:
+            line = f"{line},{part}" if line else part
+    return "\n".join(lines + [line])
+
+
 def nearest_tokens(available, wanted):
     """The runtime's rule: nearest in log2 distance, ties to the smaller count."""
     return min(sorted(available), key=lambda t: abs(math.log2(t) - math.log2(wanted)))
@@ -147,8 +159,8 @@ class Plotter:
         backend = self.meta.get("backend")
         self.device = device if not backend or device.startswith(backend) else f"{device} ({backend})"
 
-    def titles(self, fig, ax, headline, group, size=11):
-        fig.suptitle(f"{headline}\n{self.device}", fontsize=size)
+    def titles(self, fig, ax, headline, group):
+        fig.suptitle(f"{headline}\n{self.device}", fontsize=11)
         problem = ", ".join(group.problem_key.split(","))
         ax.set_title("\n".join(textwrap.wrap(problem, 110)) or "(no problem parameters)", fontsize=7.5, color="#444444")
 
@@ -161,6 +173,18 @@ class Plotter:
         if len(tokens) == 1:
             ax.set_xlim(tokens[0] / 2, tokens[0] * 2)
         ax.grid(True, which="major", alpha=0.3)
+
+    def plain_log_labels(self, axis):
+        """1, 20, 300 rather than 10^0, 2x10^1: minor ticks labelled only on a short range."""
+        axis.set_major_formatter(self.FuncFormatter(lambda v, _: f"{v:g}"))
+        lo, hi = axis.get_view_interval()
+        few_decades = lo > 0 and hi / lo < 100
+
+        def minor(v, _):
+            lead = round(v / 10 ** math.floor(math.log10(v))) if v > 0 else 0
+            return f"{v:g}" if few_decades and lead in (2, 3, 5) else ""
+
+        axis.set_minor_formatter(self.FuncFormatter(minor))
 
     def save(self, fig, name):
         path = os.path.join(self.out_dir, safe_name(name) + ".png")
@@ -210,6 +234,8 @@ class Plotter:
                 ax.annotate(f"{dflt[t] / y:.2f}x", (t, y), textcoords="offset points", xytext=(0, -14),
                             ha="center", fontsize=7, color="#1f77b4")
         ax.set_yscale("log")
+        ax.margins(y=0.15)  # room for the speed-up labels under the lowest points
+        self.plain_log_labels(ax.yaxis)
         ax.set_ylabel("median time per call (us, log scale); bars: q1..q3")
         self.tokens_axis(ax, sorted(set(data["best"][0]) | set(data["default"][0])))
         ax.legend(loc="upper left", fontsize=8)
@@ -261,10 +287,12 @@ class Plotter:
         limit = 40
         shown, hidden = ok[:limit], len(ok) - limit
         default_key = next((r.get("config_key") for r in recs if r.get("is_default")), None)
-        labels = [r.get("config_key", "?") + ("  (default)" if r.get("config_key") == default_key else "") for r in shown]
-        labels += [f"{r.get('config_key', '?')}  [{r.get('status') or 'not timed'}]" for r in bad[:10]]
+        labels = [label(r.get("config_key", "?") + (" (default)" if r.get("config_key") == default_key else ""))
+                  for r in shown]
+        labels += [label(f"{r.get('config_key', '?')} [{r.get('status') or 'not timed'}]") for r in bad[:10]]
         n = len(labels)
-        fig, ax = self.plt.subplots(figsize=(9, max(3.2, 1.6 + 0.26 * n)), layout="constrained")
+        rows = sum(1 + l.count("\n") * 0.6 for l in labels)
+        fig, ax = self.plt.subplots(figsize=(9, max(3.4, 2.0 + 0.26 * rows)), layout="constrained")
         med = [r["stats"]["median_us"] for r in shown]
         q1 = [min(r["stats"].get("q1_us", m) if number(r["stats"].get("q1_us")) else m, m) for r, m in zip(shown, med)]
         q3 = [max(r["stats"].get("q3_us", m) if number(r["stats"].get("q3_us")) else m, m) for r, m in zip(shown, med)]
@@ -282,6 +310,7 @@ class Plotter:
         ax.invert_yaxis()
         if med and max(med) / min(med) > 20:
             ax.set_xscale("log")
+            self.plain_log_labels(ax.xaxis)
             ax.set_xlabel("median time per call (us, log scale); bars: q1..q3")
         else:
             ax.set_xlabel("median time per call (us); bars: q1..q3")
@@ -292,7 +321,9 @@ class Plotter:
             more += f"; {len(bad) - 10} more not timed"
         headline = (f"{group.kernel}: config space at {t} tokens{note}\n"
                     f"{len(ok)} timed, {len(bad)} invalid or failed; green fastest, orange default{more}")
-        self.titles(fig, ax, headline, group, size=10)
+        fig.suptitle(f"{headline}\n{self.device}", fontsize=10)
+        problem = "\n".join(textwrap.wrap(", ".join(group.problem_key.split(",")), 120))
+        fig.supxlabel(problem or "(no problem parameters)", fontsize=7.5, color="#444444")
         self.save(fig, f"space-{group.kernel}{suffix}-t{t}")
 
 
