@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""Plots a moebench results file (schema moebench/results@1) as PNG files.
+
+    scripts/plot.py RESULTS.json --out DIR [--tokens N] [--dpi 120]
+
+RESULTS.json may also be a sweep's --out directory (its results.json is read). For every
+kernel family and problem in the file it writes three kinds of plot:
+
+  time-<family>[-<problem>].png          median time against tokens (log2 axis) of the fastest
+                                         measured config and of the default config, with the
+                                         interquartile range as error bars
+  peak-<family>[-<problem>].png          the same two configs as % of the measured peak (the
+                                         sweep's copy bandwidth); GB/s when the file has no peak
+  space-<family>[-<problem>]-t<N>.png    every config timed at one token count, fastest first:
+                                         N is --tokens, or the nearest measured count (log2
+                                         distance, ties to the smaller); default: the largest
+
+<problem> appears only when the file holds several problems of one family: it names the
+parameters that tell them apart (e.g. gmm's stage). Titles give the device and the problem.
+Exits 2 with a one-line message when the file is not a results file, 1 when nothing in it
+can be plotted. Needs matplotlib (scripts/setup.sh installs it); draws with the Agg backend,
+so no display is needed.
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import textwrap
+
+SCHEMA = "moebench/results@1"
+PROG = "plot.py"
+
+
+def fail(message, code=2):
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def load_results(path):
+    if os.path.isdir(path):
+        path = os.path.join(path, "results.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        fail(f"cannot read {path}: {e.strerror}")
+    except (ValueError, UnicodeDecodeError):
+        fail(f"{path} is not JSON, so not a {SCHEMA} results file")
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema != SCHEMA or not isinstance(data.get("records"), list):
+        found = f"schema {schema!r}" if schema is not None else "no schema field"
+        fail(f"{path} is not a {SCHEMA} results file ({found}); give the results.json of a sweep or merge")
+    return data
+
+
+def number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def timed(record):
+    """The record's statistics when it was measured and passed validation, else None."""
+    s = record.get("stats") or {}
+    if record.get("status") != "ok" or not number(s.get("median_us")) or s["median_us"] <= 0:
+        return None
+    return s
+
+
+def safe_name(text):
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or "x"
+
+
+def problem_suffixes(problems):
+    """problem_key -> file-name suffix naming what differs between one family's problems."""
+    if len(problems) <= 1:
+        return {k: "" for k in problems}
+    names = sorted({n for p in problems.values() for n in p})
+    differing = [n for n in names if len({json.dumps(p.get(n), sort_keys=True) for p in problems.values()}) > 1]
+    out = {}
+    for key, p in problems.items():
+        s = safe_name("-".join(f"{n}-{p.get(n)}" for n in differing))
+        if len(s) > 60:
+            s = "p" + hashlib.sha1(key.encode()).hexdigest()[:8]
+        out[key] = "-" + s
+    if len(set(out.values())) < len(out):  # differing values that sanitise alike
+        out = {k: "-p" + hashlib.sha1(k.encode()).hexdigest()[:8] for k in problems}
+    return out
+
+
+def label(config_key, width=48):
+    """A config key wrapped at its commas, so that long keys do not squeeze the plot."""
+    lines, line = [], ""
+    for part in config_key.split(","):
+        if line and len(line) + 1 + len(part) > width:
+            lines.append(line + ",")
+            line = part
+        else:
+            line = f"{line},{part}" if line else part
+    return "\n".join(lines + [line])
+
+
+def nearest_tokens(available, wanted):
+    """The runtime's rule: nearest in log2 distance, ties to the smaller count."""
+    return min(sorted(available), key=lambda t: abs(math.log2(t) - math.log2(wanted)))
+
+
+class Group:
+    """The records of one (family, problem)."""
+
+    def __init__(self, kernel, problem_key, problem):
+        self.kernel, self.problem_key, self.problem = kernel, problem_key, problem
+        self.by_tokens = {}
+
+    def add(self, r):
+        self.by_tokens.setdefault(int(r.get("tokens", 0)), []).append(r)
+
+    def best_and_default(self, tokens):
+        recs = self.by_tokens.get(tokens, [])
+        ok = [r for r in recs if timed(r)]
+        best = min(ok, key=lambda r: r["stats"]["median_us"]) if ok else None
+        default = next((r for r in recs if r.get("is_default")), None)
+        return best, (default if default is not None and timed(default) else None)
+
+
+def group_records(results):
+    groups = {}
+    for r in results["records"]:
+        if not isinstance(r, dict) or int(r.get("tokens", 0) or 0) <= 0:
+            continue
+        key = (r.get("kernel", "?"), r.get("problem_key", ""))
+        if key not in groups:
+            groups[key] = Group(key[0], key[1], r.get("problem") or {})
+        groups[key].add(r)
+    return groups
+
+
+def setup_matplotlib():
+    try:
+        import matplotlib
+    except ImportError:
+        fail("matplotlib is not installed: run scripts/setup.sh, or python3 -m pip install matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    return plt, FixedLocator, FuncFormatter, NullLocator
+
+
+class Plotter:
+    def __init__(self, results, out_dir, dpi):
+        self.meta = results.get("meta") or {}
+        self.out_dir = out_dir
+        self.dpi = dpi
+        self.plt, self.FixedLocator, self.FuncFormatter, self.NullLocator = setup_matplotlib()
+        self.written = []
+        device = self.meta.get("device") or "unknown device"
+        backend = self.meta.get("backend")
+        self.device = device if not backend or device.startswith(backend) else f"{device} ({backend})"
+
+    def titles(self, fig, ax, headline, group):
+        fig.suptitle(f"{headline}\n{self.device}", fontsize=11)
+        problem = ", ".join(group.problem_key.split(","))
+        ax.set_title("\n".join(textwrap.wrap(problem, 110)) or "(no problem parameters)", fontsize=7.5, color="#444444")
+
+    def tokens_axis(self, ax, tokens):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(self.FixedLocator(tokens))
+        ax.xaxis.set_minor_locator(self.NullLocator())
+        ax.xaxis.set_major_formatter(self.FuncFormatter(lambda v, _: f"{int(round(v))}"))
+        ax.set_xlabel("tokens (log2 scale)")
+        if len(tokens) == 1:
+            ax.set_xlim(tokens[0] / 2, tokens[0] * 2)
+        ax.grid(True, which="major", alpha=0.3)
+
+    def plain_log_labels(self, axis):
+        """1, 20, 300 rather than 10^0, 2x10^1: minor ticks labelled only on a short range."""
+        axis.set_major_formatter(self.FuncFormatter(lambda v, _: f"{v:g}"))
+        lo, hi = axis.get_view_interval()
+        few_decades = lo > 0 and hi / lo < 100
+
+        def minor(v, _):
+            lead = round(v / 10 ** math.floor(math.log10(v))) if v > 0 else 0
+            return f"{v:g}" if few_decades and lead in (2, 3, 5) else ""
+
+        axis.set_minor_formatter(self.FuncFormatter(minor))
+
+    def save(self, fig, name):
+        path = os.path.join(self.out_dir, safe_name(name) + ".png")
+        fig.savefig(path, dpi=self.dpi)
+        self.plt.close(fig)
+        self.written.append(path)
+
+    def series(self, group, value):
+        """(tokens, values, lows, highs) of the best and the default config."""
+        out = {"best": ([], [], [], []), "default": ([], [], [], [])}
+        for t in sorted(group.by_tokens):
+            best, default = group.best_and_default(t)
+            for label, r in (("best", best), ("default", default)):
+                if r is None:
+                    continue
+                v = value(r)
+                if v is None:
+                    continue
+                xs, ys, lo, hi = out[label]
+                xs.append(t)
+                ys.append(v[0])
+                lo.append(v[0] - v[1])
+                hi.append(v[2] - v[0])
+        return out
+
+    def time_plot(self, group, suffix):
+        def median_iqr(r):
+            s = r["stats"]
+            q1 = s.get("q1_us") if number(s.get("q1_us")) else s["median_us"]
+            q3 = s.get("q3_us") if number(s.get("q3_us")) else s["median_us"]
+            return s["median_us"], min(q1, s["median_us"]), max(q3, s["median_us"])
+
+        data = self.series(group, median_iqr)
+        if not data["best"][0]:
+            return
+        fig, ax = self.plt.subplots(figsize=(8, 5.2), layout="constrained")
+        styles = {"best": dict(color="#1f77b4", marker="o", linestyle="-", label="fastest config"),
+                  "default": dict(color="#ff7f0e", marker="s", linestyle="--", label="default config")}
+        for label, z in (("best", 3), ("default", 2)):
+            xs, ys, lo, hi = data[label]
+            if xs:
+                ax.errorbar(xs, ys, yerr=[lo, hi], capsize=3, markersize=5, linewidth=1.5, zorder=z, **styles[label])
+        # The speed-up over the default, where there is one worth reading.
+        dflt = dict(zip(data["default"][0], data["default"][1]))
+        for t, y in zip(data["best"][0], data["best"][1]):
+            if t in dflt and y > 0 and dflt[t] / y >= 1.05:
+                ax.annotate(f"{dflt[t] / y:.2f}x", (t, y), textcoords="offset points", xytext=(0, -14),
+                            ha="center", fontsize=7, color="#1f77b4")
+        ax.set_yscale("log")
+        ax.margins(y=0.15)  # room for the speed-up labels under the lowest points
+        self.plain_log_labels(ax.yaxis)
+        ax.set_ylabel("median time per call (us, log scale); bars: q1..q3")
+        self.tokens_axis(ax, sorted(set(data["best"][0]) | set(data["default"][0])))
+        ax.legend(loc="upper left", fontsize=8)
+        self.titles(fig, ax, f"{group.kernel}: time against tokens", group)
+        self.save(fig, f"time-{group.kernel}{suffix}")
+
+    def peak_plot(self, group, suffix):
+        peak = self.meta.get("copy_bw_gbps")
+        has_pct = any(number(r.get("pct_peak")) for rs in group.by_tokens.values() for r in rs)
+        field = "pct_peak" if has_pct else "gbps"
+
+        def value(r):
+            v = r.get(field)
+            return (v, v, v) if number(v) else None
+
+        data = self.series(group, value)
+        if not data["best"][0]:
+            return
+        fig, ax = self.plt.subplots(figsize=(8, 5.2), layout="constrained")
+        styles = {"best": dict(color="#1f77b4", marker="o", linestyle="-", label="fastest config"),
+                  "default": dict(color="#ff7f0e", marker="s", linestyle="--", label="default config")}
+        for label, z in (("best", 3), ("default", 2)):
+            xs, ys, _, _ = data[label]
+            if xs:
+                ax.plot(xs, ys, markersize=5, linewidth=1.5, zorder=z, **styles[label])
+        top = max(data["best"][1] + data["default"][1])
+        if has_pct:
+            what = f"measured copy bandwidth {peak:.0f} GB/s" if number(peak) else "measured peak"
+            ax.set_ylabel(f"% of peak ({what})")
+            ax.set_ylim(0, max(5.0, top * 1.15))
+            headline = f"{group.kernel}: % of peak against tokens"
+        else:
+            ax.set_ylabel("GB/s moved (no peak measured in this file)")
+            ax.set_ylim(0, top * 1.15 if top > 0 else 1)
+            headline = f"{group.kernel}: bandwidth against tokens"
+        self.tokens_axis(ax, sorted(set(data["best"][0]) | set(data["default"][0])))
+        ax.legend(loc="upper left", fontsize=8)
+        self.titles(fig, ax, headline, group)
+        self.save(fig, f"peak-{group.kernel}{suffix}")
+
+    def space_plot(self, group, suffix, wanted):
+        counts = sorted(t for t, rs in group.by_tokens.items() if any(timed(r) for r in rs))
+        if not counts:
+            return
+        t = counts[-1] if wanted is None else nearest_tokens(counts, wanted)
+        recs = group.by_tokens[t]
+        ok = sorted((r for r in recs if timed(r)), key=lambda r: r["stats"]["median_us"])
+        bad = [r for r in recs if not timed(r)]
+        limit = 40
+        shown, hidden = ok[:limit], len(ok) - limit
+        default_key = next((r.get("config_key") for r in recs if r.get("is_default")), None)
+        labels = [label(r.get("config_key", "?") + (" (default)" if r.get("config_key") == default_key else ""))
+                  for r in shown]
+        labels += [label(f"{r.get('config_key', '?')} [{r.get('status') or 'not timed'}]") for r in bad[:10]]
+        n = len(labels)
+        rows = sum(1 + l.count("\n") * 0.6 for l in labels)
+        fig, ax = self.plt.subplots(figsize=(9, max(3.4, 2.0 + 0.26 * rows)), layout="constrained")
+        med = [r["stats"]["median_us"] for r in shown]
+        q1 = [min(r["stats"].get("q1_us", m) if number(r["stats"].get("q1_us")) else m, m) for r, m in zip(shown, med)]
+        q3 = [max(r["stats"].get("q3_us", m) if number(r["stats"].get("q3_us")) else m, m) for r, m in zip(shown, med)]
+        colors = []
+        for i, r in enumerate(shown):
+            colors.append("#2ca02c" if i == 0 else "#ff7f0e" if r.get("config_key") == default_key else "#9e9e9e")
+        ys = list(range(len(shown)))
+        ax.barh(ys, med, xerr=[[m - a for m, a in zip(med, q1)], [b - m for m, b in zip(med, q3)]], color=colors,
+                capsize=2, error_kw=dict(elinewidth=0.8, ecolor="#333333"))
+        for i, r in enumerate(bad[:10]):
+            ax.text(0.01, len(shown) + i, "not timed", transform=ax.get_yaxis_transform(), va="center", fontsize=7,
+                    color="#b00020")
+        ax.set_yticks(range(n))
+        ax.set_yticklabels(labels, fontsize=7 if n > 20 else 8)
+        ax.invert_yaxis()
+        if med and max(med) / min(med) > 20:
+            ax.set_xscale("log")
+            self.plain_log_labels(ax.xaxis)
+            ax.set_xlabel("median time per call (us, log scale); bars: q1..q3")
+        else:
+            ax.set_xlabel("median time per call (us); bars: q1..q3")
+        ax.grid(True, axis="x", alpha=0.3)
+        note = f" (nearest measured to {wanted})" if wanted is not None and wanted != t else ""
+        more = f"; {hidden} slower configs not shown" if hidden > 0 else ""
+        if len(bad) > 10:
+            more += f"; {len(bad) - 10} more not timed"
+        headline = (f"{group.kernel}: config space at {t} tokens{note}\n"
+                    f"{len(ok)} timed, {len(bad)} invalid or failed; green fastest, orange default{more}")
+        fig.suptitle(f"{headline}\n{self.device}", fontsize=10)
+        problem = "\n".join(textwrap.wrap(", ".join(group.problem_key.split(",")), 120))
+        fig.supxlabel(problem or "(no problem parameters)", fontsize=7.5, color="#444444")
+        self.save(fig, f"space-{group.kernel}{suffix}-t{t}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog=PROG, description="Plot a moebench results file (moebench/results@1) as PNGs.")
+    ap.add_argument("results", metavar="RESULTS.json", help="results.json of a sweep or merge (or its directory)")
+    ap.add_argument("--out", required=True, metavar="DIR", help="directory for the PNG files (created if missing)")
+    ap.add_argument("--tokens", type=int, metavar="N",
+                    help="token count of the config-space plots (default: the largest measured)")
+    ap.add_argument("--dpi", type=int, default=120, help="resolution of the PNGs (default 120)")
+    args = ap.parse_args(argv)
+    if args.tokens is not None and args.tokens <= 0:
+        fail("--tokens must be a positive token count")
+    if args.dpi < 30 or args.dpi > 600:
+        fail("--dpi must be between 30 and 600")
+    results = load_results(args.results)
+    groups = group_records(results)
+    if not groups:
+        fail(f"{args.results} holds no records to plot", 1)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as e:
+        fail(f"cannot create {args.out}: {e.strerror}")
+    p = Plotter(results, args.out, args.dpi)
+    by_kernel = {}
+    for (kernel, key), g in groups.items():
+        by_kernel.setdefault(kernel, {})[key] = g.problem
+    for (kernel, key), g in sorted(groups.items()):
+        suffix = problem_suffixes(by_kernel[kernel])[key]
+        p.time_plot(g, suffix)
+        p.peak_plot(g, suffix)
+        p.space_plot(g, suffix, args.tokens)
+    if not p.written:
+        fail(f"{args.results} has no timed (status ok) record to plot", 1)
+    for path in p.written:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
