@@ -12,17 +12,6 @@ namespace moe {
 
 namespace {
 
-ParamSpec int_param(const char* name, std::int64_t def, std::int64_t lo, std::int64_t hi, const char* help) {
-  ParamSpec s;
-  s.name = name;
-  s.kind = ParamKind::Int;
-  s.default_value = def;
-  s.min = lo;
-  s.max = hi;
-  s.help = help;
-  return s;
-}
-
 // Element access by dtype without per-element switches in the inner loops.
 struct F32 {
   using storage = float;

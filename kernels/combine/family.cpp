@@ -14,16 +14,6 @@ namespace moe {
 
 namespace {
 
-ParamSpec choice(const char* name, const char* def, std::vector<std::string> c, const char* help) {
-  ParamSpec s;
-  s.name = name;
-  s.kind = ParamKind::Choice;
-  s.default_value = std::string(def);
-  s.choices = std::move(c);
-  s.help = help;
-  return s;
-}
-
 void expect(const Tensor& t, const char* name, DType dtype, const Shape& shape) {
   if (t.dtype() != dtype || t.shape() != shape)
     throw Error(std::string("combine: ") + name + " must be " + std::string(dtype_name(dtype)) + shape_str(shape) +
@@ -210,10 +200,10 @@ const FamilyDesc& combine_family() {
     eps.help = "rmsnorm epsilon";
     f.problem_params = {pp::tokens(), pp::dtype("bf16", {"f32", "bf16", "f16"}), pp::experts(), pp::topk(),
                         pp::shared(), pp::hidden(), pp::align(),
-                        choice("layout", "ragged", {"ragged", "dense"},
+                        choice_param("layout", "ragged", {"ragged", "dense"},
                                "ragged: y_sorted [R,D] read through dst; dense: y [T,K,D] (TP layout)"),
-                        choice("out_dtype", "same", {"same", "f32"}, "type of out: the input dtype or f32"),
-                        choice("epilogue", "none", {"none", "rmsnorm"},
+                        choice_param("out_dtype", "same", {"same", "f32"}, "type of out: the input dtype or f32"),
+                        choice_param("epilogue", "none", {"none", "rmsnorm"},
                                "rmsnorm: residual += sum; out = rmsnorm(residual) * gamma (vLLM fused_add_rms_norm)"),
                         eps};
     f.check_problem = [](const Params& p) { CombineSpec::parse(p); };

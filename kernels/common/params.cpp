@@ -10,6 +10,27 @@
 
 namespace moe {
 
+ParamSpec int_param(std::string name, std::int64_t def, std::int64_t lo, std::int64_t hi, std::string help) {
+  ParamSpec s;
+  s.name = std::move(name);
+  s.kind = ParamKind::Int;
+  s.default_value = def;
+  s.min = lo;
+  s.max = hi;
+  s.help = std::move(help);
+  return s;
+}
+
+ParamSpec choice_param(std::string name, std::string def, std::vector<std::string> choices, std::string help) {
+  ParamSpec s;
+  s.name = std::move(name);
+  s.kind = ParamKind::Choice;
+  s.default_value = std::move(def);
+  s.choices = std::move(choices);
+  s.help = std::move(help);
+  return s;
+}
+
 std::string value_str(const Value& v) {
   if (auto p = std::get_if<std::int64_t>(&v)) return std::to_string(*p);
   if (auto p = std::get_if<double>(&v)) {

@@ -13,17 +13,6 @@ namespace moe {
 
 namespace {
 
-ParamSpec int_param(const char* name, std::int64_t def, std::int64_t lo, std::int64_t hi, const char* help) {
-  ParamSpec s;
-  s.name = name;
-  s.kind = ParamKind::Int;
-  s.default_value = def;
-  s.min = lo;
-  s.max = hi;
-  s.help = help;
-  return s;
-}
-
 void run_cpu(const Params& problem, const Params& config, const RefMap& in, const RefMap& out,
              const LaunchContext& ctx) {
   const DispatchSpec s = DispatchSpec::parse(problem);

@@ -12,17 +12,6 @@ namespace {
 
 using namespace dispatch_cuda;
 
-ParamSpec int_param(const char* name, std::int64_t def, std::int64_t lo, std::int64_t hi, const char* help) {
-  ParamSpec s;
-  s.name = name;
-  s.kind = ParamKind::Int;
-  s.default_value = def;
-  s.min = lo;
-  s.max = hi;
-  s.help = help;
-  return s;
-}
-
 template <std::size_t N>
 bool one_of(std::int64_t v, const int (&set)[N]) {
   return std::find(std::begin(set), std::end(set), v) != std::end(set);

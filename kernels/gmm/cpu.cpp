@@ -17,17 +17,6 @@ constexpr std::int64_t kBlockM[] = {8, 16, 32, 64};
 constexpr std::int64_t kBlockN[] = {16, 32, 64, 128};
 constexpr std::int64_t kBlockK[] = {64, 128, 256};
 
-ParamSpec int_param(const char* name, std::int64_t def, std::int64_t lo, std::int64_t hi, const char* help) {
-  ParamSpec p;
-  p.name = name;
-  p.kind = ParamKind::Int;
-  p.default_value = def;
-  p.min = lo;
-  p.max = hi;
-  p.help = help;
-  return p;
-}
-
 template <std::size_t N>
 bool one_of(std::int64_t v, const std::int64_t (&set)[N]) {
   return std::find(std::begin(set), std::end(set), v) != std::end(set);

@@ -149,17 +149,6 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
 
 namespace {
 
-ParamSpec int_param(const char* name, std::int64_t def, std::int64_t lo, std::int64_t hi, const char* help) {
-  ParamSpec p;
-  p.name = name;
-  p.kind = ParamKind::Int;
-  p.default_value = def;
-  p.min = lo;
-  p.max = hi;
-  p.help = help;
-  return p;
-}
-
 }  // namespace
 
 BackendImpl cuda_backend() {

@@ -156,23 +156,12 @@ Select parse_select(const std::string& s) {
   throw Error("router cpu: unknown select '" + s + "': use heap, partial_sort or iterative");
 }
 
-ParamSpec int_choice(const char* name, std::int64_t def, std::int64_t lo, std::int64_t hi, const char* help) {
-  ParamSpec p;
-  p.name = name;
-  p.kind = ParamKind::Int;
-  p.default_value = def;
-  p.min = lo;
-  p.max = hi;
-  p.help = help;
-  return p;
-}
-
 }  // namespace
 
 BackendImpl cpu_backend() {
   BackendImpl b;
   b.backend = Backend::cpu;
-  b.config_params.push_back(int_choice("rows_per_task", 16, 1, 1 << 20, "smallest block of rows a worker thread takes"));
+  b.config_params.push_back(int_param("rows_per_task", 16, 1, 1 << 20, "smallest block of rows a worker thread takes"));
   ParamSpec sel;
   sel.name = "select";
   sel.kind = ParamKind::Choice;

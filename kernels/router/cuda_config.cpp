@@ -10,17 +10,6 @@ namespace moe::router {
 
 namespace {
 
-ParamSpec int_param(const char* name, std::int64_t def, std::int64_t lo, std::int64_t hi, const char* help) {
-  ParamSpec p;
-  p.name = name;
-  p.kind = ParamKind::Int;
-  p.default_value = def;
-  p.min = lo;
-  p.max = hi;
-  p.help = help;
-  return p;
-}
-
 int esize_of(const RouterSpec& s) { return static_cast<int>(dtype_size(s.dtype)); }
 
 bool pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }

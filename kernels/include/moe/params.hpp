@@ -24,6 +24,10 @@ struct ParamSpec {
   std::int64_t max = INT64_MAX;
 };
 
+// Builders for the specs every family declares.
+ParamSpec int_param(std::string name, std::int64_t def, std::int64_t lo, std::int64_t hi, std::string help);
+ParamSpec choice_param(std::string name, std::string def, std::vector<std::string> choices, std::string help);
+
 class Params {
  public:
   Params() = default;
