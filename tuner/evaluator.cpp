@@ -49,6 +49,7 @@ void WorkerEvaluator::apply(Candidate& c, const json& l) {
   ++c.rounds;
   c.early_stop = l.value("early_stop", false);  // of the latest measurement: a later round may redeem it
   if (!l.value("error", "").empty()) c.error = l.value("error", "");
+  if (l.contains("call_us")) c.call_s = l.value("call_us", 0.0) * 1e-6;
 }
 
 void WorkerEvaluator::ensure_prepared() {
@@ -110,6 +111,10 @@ json WorkerEvaluator::run(Candidate& c, int round, const StopRule& rule, double 
     line["validate_seed"] = seed;
     if (lost(r, line, "validate")) return line;
     if (r.body.contains("validation")) line["validation"] = r.body["validation"];
+    if (r.body.contains("call_us")) {
+      line["call_us"] = r.body["call_us"];
+      c.call_s = r.body.value("call_us", 0.0) * 1e-6;
+    }
     const std::string st = r.body.value("status", "failed");
     if (st != "ok") {
       line["status"] = st;
@@ -123,7 +128,8 @@ json WorkerEvaluator::run(Candidate& c, int round, const StopRule& rule, double 
                     {"rule", to_json(rule)},
                     {"incumbent_us", incumbent_us},
                     {"prior_us", c.samples_us}};
-  const Reply r = w_.call(req, o.watchdog_s + rule.max_time_s, &interrupts());
+  // A slow but working candidate needs a warm-up and a sample even past the time-out.
+  const Reply r = w_.call(req, o.watchdog_s + rule.max_time_s + 4 * c.call_s, &interrupts());
   if (lost(r, line, "measure")) return line;
   const std::string st = r.body.value("status", "failed");
   line["status"] = st;

@@ -31,6 +31,7 @@ struct Candidate {
   int rounds = 0;
   bool early_stop = false;
   std::string error;
+  double call_s = 0;  // one call's time when it was validated: sizes the measurement's watchdog
   bool evaluated() const { return !status.empty(); }
   bool ok() const { return status == "ok"; }
 };

@@ -126,9 +126,11 @@ class Worker {
       vseed_ = seed;
     }
     const Outcome out = run_backend(*vcache_, backend_, config, dev_);
-    return {{"status", out.validation.ok ? "ok" : "invalid"},
-            {"validation", to_json(out.validation)},
-            {"validate_s", seconds_since(t0)}};
+    json r = {{"status", out.validation.ok ? "ok" : "invalid"},
+              {"validation", to_json(out.validation)},
+              {"validate_s", seconds_since(t0)}};
+    if (!out.times_us.empty()) r["call_us"] = out.times_us.front();
+    return r;
   }
 
   json measure(const json& req) {
