@@ -30,7 +30,7 @@
 #   --threshold P        a median moving by more than this is SLOW/FAST, unless the interquartile
 #                        ranges overlap (NOISY) [cuda: 5%; cpu: 150%, see below]
 #   --attempts N         runs before a SLOW record fails the check [cuda: 2; cpu: 3]
-#   --tables DIR         config tables the tuned configs come from [$MOEBENCH_TABLES or configs/]
+#   --tables DIR         config tables the tuned configs come from [$MOEBENCH_CONFIG_DIR or configs/]
 #   --no-tuned           skip the tuned-config sweep
 #   --moebench PATH      the binary [$MOEBENCH, else build/bin/moebench, else moebench on PATH]
 #   --update-baseline    write the new results into the baseline directory instead of comparing
@@ -109,8 +109,8 @@ case "$backend" in
 esac
 [[ "$attempts" =~ ^[1-9][0-9]*$ ]] || die "--attempts '$attempts': give a positive count"
 read -r -a shape_args <<<"$shape"
-[ -n "$tables" ] || tables="${MOEBENCH_TABLES:-$root/configs}"
-tables=${tables%%:*}  # lookup reads one directory; the first of a $MOEBENCH_TABLES list
+[ -n "$tables" ] || tables="${MOEBENCH_CONFIG_DIR:-$root/configs}"
+tables=${tables%%:*}  # lookup reads one directory; the first of a $MOEBENCH_CONFIG_DIR list
 if [ -n "$baseline" ] && [ "$update" = 0 ] && [ ! -f "$baseline/results.json" ]; then
   die "no baseline at $baseline/results.json: record one with --update-baseline (same flags), review it, commit it"
 fi
