@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "app/commands.hpp"
+#include "layer/stages.hpp"
 #include "app/problem_cli.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
@@ -103,9 +104,22 @@ void run(const SweepArgs& a) {
     o.devices = parse_devices(a.devices);
     if (o.devices.empty()) require_cuda_device(0);
   }
-  bool strict = false;
-  for (const FamilyDesc* f : sweep_targets(a.what, backend, strict))
-    o.units.push_back({f, problem_params(*f, a.problem, strict)});
+  if (a.what == "all" || a.what == "moe-layer") {
+    // Tune exactly the stage problems the layer looks up (gmm up and down included), then
+    // time the layer with them: its tables and its breakdown come from one sweep.
+    const FamilyDesc& layer = family("moe-layer");
+    const Params L = problem_params(layer, a.problem, false);
+    for (const Stage& st : layer_stages(L)) {
+      const FamilyDesc& f = family(st.family);
+      if (f.backend(backend)) o.units.push_back({&f, st.problem});
+      else fmt::print(stderr, "moebench: warning: {} has no {} backend in this build: not swept\n", f.name, backend_name(backend));
+    }
+    if (layer.backend(backend)) o.units.push_back({&layer, L});
+  } else {
+    bool strict = false;
+    for (const FamilyDesc* f : sweep_targets(a.what, backend, strict))
+      o.units.push_back({f, problem_params(*f, a.problem, strict)});
+  }
   o.tokens = tuner::parse_token_list(a.problem.tokens);
   o.threads = a.threads;
   o.space = a.space;

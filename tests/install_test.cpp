@@ -44,7 +44,7 @@ TEST(Install, ConsumerBuildsAgainstInstalledTreeAndFollowsTables) {
 
   // A real table for the consumer's router shape, from the installed binary.
   r = sh((prefix / "bin/moebench").string() +
-         " sweep router --experts 16 --topk 4 --scoring softmax --dtype f32 --tokens 16 --backend cpu --quiet"
+         " sweep router --experts 16 --topk 4 --scoring softmax --dtype bf16 --tokens 16 --backend cpu --quiet"
          " --out " + (tmp / "sweep").string() + " --tables " + tables.string());
   ASSERT_EQ(r.rc, 0) << r.out;
   fs::path table;

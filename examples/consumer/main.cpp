@@ -22,21 +22,21 @@ int main(int argc, char** argv) try {
     opt.backend = moe::Backend::cpu;
   }
   // The router alone, to show which table entry runtime dispatch picked.
-  moe::Params router_shape{{"experts", E}, {"topk", k}, {"scoring", std::string("softmax")}};
+  moe::Params router_shape{{"experts", E}, {"topk", k}, {"scoring", std::string("softmax")}, {"dtype", std::string("bf16")}};
   const moe::Kernel router("router", router_shape, opt);
   std::printf("%s\n", router.describe(T).c_str());
 
   const moe::Kernel layer("moe-layer", shape, opt);
-  std::vector<float> logits(T * E);
+  std::vector<std::uint16_t> logits(T * E);
   std::vector<std::uint16_t> x(T * D), w13(E * 2 * I * D), w2(E * D * I), out(T * D, 0xFFFF);
   std::uint32_t seed = 12345;
   auto rnd = [&] { return (seed = seed * 1664525u + 1013904223u) / 4294967296.0f - 0.5f; };
-  for (auto& v : logits) v = 4 * rnd();
+  for (auto& v : logits) v = moe::float_to_bf16(4 * rnd());
   for (auto* buf : {&x, &w13, &w2})
     for (auto& v : *buf) v = moe::float_to_bf16(rnd() * 0.5f);
   using moe::DType;
   std::vector<std::byte> ws(layer.workspace_bytes(T));
-  moe::moe_layer(layer, {logits.data(), DType::f32, {T, E}}, nullptr, {x.data(), DType::bf16, {T, D}},
+  moe::moe_layer(layer, {logits.data(), DType::bf16, {T, E}}, nullptr, {x.data(), DType::bf16, {T, D}},
                  {w13.data(), DType::bf16, {E, 2 * I, D}}, {w2.data(), DType::bf16, {E, D, I}},
                  {out.data(), DType::bf16, {T, D}}, nullptr, ws.data(), ws.size());
   double sum = 0;

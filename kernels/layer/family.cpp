@@ -239,7 +239,7 @@ FamilyDesc make_layer() {
   f.input_specs = [](const Params& L) {
     const std::int64_t T = L.i("tokens"), E = L.i("experts"), Et = Et_of(L), D = L.i("hidden"), I = L.i("intermediate");
     const DType act = parse_dtype(L.s("dtype"));
-    std::vector<TensorSpec> v = {{"logits", DType::f32, {T, E}, "router logits"}, {"x", act, {T, D}, "activations"},
+    std::vector<TensorSpec> v = {{"logits", act, {T, E}, "router logits"}, {"x", act, {T, D}, "activations"},
                                  {"w13", act, {Et, 2 * I, D}, "gate and up weights"},
                                  {"w2", act, {Et, D, I}, "down weights"}};
     if (L.b("bias")) v.push_back({"bias", DType::f32, {E}, "e_score_correction_bias"});

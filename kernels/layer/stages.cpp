@@ -12,9 +12,8 @@ static Params stage_problem(const std::string& fam, const Params& layer, std::in
 }
 
 std::vector<Stage> layer_stages(const Params& L) {
-  const std::string act = L.s("dtype");
   return {
-      {"router", "router", stage_problem("router", L, {{"dtype", std::string("f32")}})},
+      {"router", "router", stage_problem("router", L, {})},  // logits in the layer's dtype, as presets give the router
       {"dispatch", "dispatch", stage_problem("dispatch", L, {})},
       {"gmm_up", "gmm", stage_problem("gmm", L, {{"stage", std::string("up")}})},
       {"gmm_down", "gmm", stage_problem("gmm", L, {{"stage", std::string("down")}, {"routed_weight", std::int64_t{0}}})},
