@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/int_sets.hpp"
 #include "combine/backends.hpp"
 #include "combine/cuda_launch.hpp"
 #include "moe/error.hpp"
@@ -11,18 +12,6 @@ namespace moe {
 namespace {
 
 using namespace combine_cuda;
-
-template <std::size_t N>
-bool one_of(std::int64_t v, const int (&set)[N]) {
-  return std::find(std::begin(set), std::end(set), v) != std::end(set);
-}
-
-template <std::size_t N>
-std::string list(const int (&set)[N]) {
-  std::string r;
-  for (int v : set) r += (r.empty() ? "" : ", ") + std::to_string(v);
-  return r;
-}
 
 std::string invalid_reason(const Params& problem, const Params& c, const DeviceInfo&) {
   const CombineSpec s = CombineSpec::parse(problem);

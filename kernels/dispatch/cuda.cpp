@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/int_sets.hpp"
 #include "dispatch/backends.hpp"
 #include "dispatch/cuda_launch.hpp"
 #include "moe/error.hpp"
@@ -11,18 +12,6 @@ namespace moe {
 namespace {
 
 using namespace dispatch_cuda;
-
-template <std::size_t N>
-bool one_of(std::int64_t v, const int (&set)[N]) {
-  return std::find(std::begin(set), std::end(set), v) != std::end(set);
-}
-
-template <std::size_t N>
-std::string list(const int (&set)[N]) {
-  std::string r;
-  for (int v : set) r += (r.empty() ? "" : ", ") + std::to_string(v);
-  return r;
-}
 
 std::size_t smem_limit(const DeviceInfo& dev) { return dev.smem_optin ? dev.smem_optin : 48 * 1024; }
 
