@@ -1,13 +1,13 @@
 // The cuda backend's kernel source, run on the cpu: kernels/gmm/cuda_kernel.cuh compiled
-// against an emulation of its few device primitives (cuda_primitives.cuh). Each CTA's threads
-// are fibers scheduled in a random order; warp-collective instructions (ldmatrix, mma.sync,
-// shfl) exchange through per-warp buffers with the PTX fragment layouts; cp.async poisons its
+// against an emulation of its few device primitives (cuda_primitives.cuh) on the simt
+// emulator (simt_emulator.hpp: a CTA's threads as fibers in a random order). Warp-collective
+// instructions (ldmatrix, mma.sync, shfl) exchange through per-warp buffers with the PTX
+// fragment layouts; cp.async poisons its
 // destination when issued and copies only when wait_group retires its group, so a pipeline
 // that reads a stage too early, or overwrites one still in use, computes garbage here too.
 // This checks the kernels' indexing, tile map, pipeline and epilogues where no GPU is at hand;
 // tests/gpu/gmm_gpu_test.cpp checks the real thing.
 #include <gtest/gtest.h>
-#include <ucontext.h>
 
 #include <cmath>
 #include <cstring>
@@ -21,9 +21,10 @@
 #include "moe/dtype.hpp"
 #include "moe/error.hpp"
 #include "moe/family.hpp"
+#include "simt_emulator.hpp"
 #include "tuner/harness.hpp"
 
-// ---- the emulated machine
+// ---- cp.async on the simt emulator: per thread, copies issued and groups committed
 
 namespace emu {
 
@@ -33,96 +34,15 @@ struct Copy {
   bool valid;
 };
 
-struct Lane {
-  ucontext_t ctx{};
-  std::unique_ptr<char[]> stack;
-  bool done = false, blocked = false;
+struct CpAsync {
   std::vector<Copy> open;               // issued, not yet committed
   std::deque<std::vector<Copy>> groups;  // committed, not yet retired
 };
 
-struct alignas(16) Chunk16 {
-  unsigned char b[16];
-};
-
-struct Cta {
-  int threads = 0;
-  long long block = 0, grid = 0;
-  std::vector<Lane> lanes;
-  ucontext_t sched{};
-  int current = -1;
-  std::vector<Chunk16> smem;
-  std::size_t smem_size = 0;
-  int bar_arrived = 0;
-  int warp_arrived[8] = {};
-  std::uint32_t xch[8][32][6] = {};  // per warp, per lane: operands of a collective
-  std::vector<int> runnable;  // lanes not blocked on a barrier
-  std::mt19937 rng;
-  std::function<void()> body;
-  std::string fault;  // first misuse seen (misaligned or out-of-bounds access)
-};
-
-Cta* g = nullptr;
-
-void fail(const std::string& why) {
-  if (g->fault.empty()) g->fault = why;
-}
-
-void yield() { swapcontext(&g->lanes[g->current].ctx, &g->sched); }
-
-void entry() {
-  g->body();
-  g->lanes[g->current].done = true;
-}
-
-// A barrier over lanes [first, first+count): the last to arrive releases the others.
-void barrier(int& arrived, int first, int count) {
-  if (++arrived == count) {
-    arrived = 0;
-    for (int i = first; i < first + count; ++i)
-      if (g->lanes[i].blocked) {
-        g->lanes[i].blocked = false;
-        g->runnable.push_back(i);
-      }
-    return;
-  }
-  g->lanes[g->current].blocked = true;
-  yield();
-}
-
-void sync_all() { barrier(g->bar_arrived, 0, g->threads); }
-void sync_warp() { barrier(g->warp_arrived[g->current / 32], g->current / 32 * 32, 32); }
-
-// Runs one CTA to the end, lanes picked at random among those not waiting on a barrier;
-// false on a deadlock (lanes waiting on a barrier that cannot complete).
-bool run_cta(Cta& cta) {
-  g = &cta;
-  constexpr std::size_t kStack = 128 * 1024;
-  cta.lanes.resize(static_cast<std::size_t>(cta.threads));
-  for (auto& l : cta.lanes) {
-    l.stack.reset(new char[kStack]);
-    getcontext(&l.ctx);
-    l.ctx.uc_stack.ss_sp = l.stack.get();
-    l.ctx.uc_stack.ss_size = kStack;
-    l.ctx.uc_link = &cta.sched;
-    makecontext(&l.ctx, entry, 0);
-  }
-  cta.runnable.resize(static_cast<std::size_t>(cta.threads));
-  for (int i = 0; i < cta.threads; ++i) cta.runnable[i] = i;
-  while (!cta.runnable.empty()) {
-    const std::size_t k = std::uniform_int_distribution<std::size_t>(0, cta.runnable.size() - 1)(cta.rng);
-    cta.current = cta.runnable[k];
-    swapcontext(&cta.sched, &cta.lanes[cta.current].ctx);
-    const Lane& l = cta.lanes[cta.current];
-    if (l.done || l.blocked) {
-      cta.runnable[k] = cta.runnable.back();
-      cta.runnable.pop_back();
-    }
-  }
-  g = nullptr;
-  for (auto& l : cta.lanes)
-    if (!l.done) return false;
-  return true;
+// By thread of the running block; each thread clears its own when its body starts.
+CpAsync& cp_state() {
+  static std::vector<CpAsync> v(simt::kMaxThreads);
+  return v[static_cast<std::size_t>(simt::thread())];
 }
 
 }  // namespace emu
@@ -140,48 +60,49 @@ namespace moe::gmm::emulated {
 
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
-inline int thread_x() { return emu::g->current; }
-inline long long block_x() { return emu::g->block; }
-inline long long grid_x() { return emu::g->grid; }
-inline void sync_threads() { emu::sync_all(); }
+inline int thread_x() { return simt::thread(); }
+inline long long block_x() { return simt::block(); }
+inline long long grid_x() { return simt::grid(); }
+inline void sync_threads() { simt::sync_threads(); }
 template <class T>
 T ldg(const T* p) {
   return *p;
 }
-inline unsigned char* dynamic_smem() { return emu::g->smem.front().b; }
+inline unsigned char* dynamic_smem() { return simt::dynamic_smem(); }
 
 inline std::uint32_t smem_u32(const void* p) {
   const auto off = static_cast<const unsigned char*>(p) - dynamic_smem();
-  if (off < 0 || static_cast<std::size_t>(off) >= emu::g->smem_size) emu::fail("shared address outside the block's shared memory");
+  if (off < 0 || static_cast<std::size_t>(off) >= simt::dynamic_smem_size()) simt::fault("shared address outside the block's shared memory");
   return static_cast<std::uint32_t>(off);
 }
 
-inline int lane() { return emu::g->current & 31; }
-inline int warp() { return emu::g->current >> 5; }
+inline int lane() { return simt::lane(); }
+inline int warp() { return simt::warp(); }
 
 inline int shfl_up(int v, int d) {
-  emu::g->xch[warp()][lane()][0] = static_cast<std::uint32_t>(v);
-  emu::sync_warp();
-  const int r = lane() >= d ? static_cast<int>(emu::g->xch[warp()][lane() - d][0]) : v;
-  emu::sync_warp();
+  auto& x = simt::exchange();
+  x[lane()][0] = static_cast<std::uint32_t>(v);
+  simt::sync_warp();
+  const int r = lane() >= d ? static_cast<int>(static_cast<std::uint32_t>(x[lane() - d][0])) : v;
+  simt::sync_warp();
   return r;
 }
 
 inline void cp_async16(std::uint32_t dst, const void* src, bool valid) {
-  if (dst % 16 != 0 || dst + 16 > emu::g->smem_size) emu::fail("cp.async to a misaligned or out-of-range shared address");
-  if (valid && reinterpret_cast<std::uintptr_t>(src) % 16 != 0) emu::fail("cp.async from a misaligned global address");
+  if (dst % 16 != 0 || dst + 16 > simt::dynamic_smem_size()) simt::fault("cp.async to a misaligned or out-of-range shared address");
+  if (valid && reinterpret_cast<std::uintptr_t>(src) % 16 != 0) simt::fault("cp.async from a misaligned global address");
   unsigned char* d = dynamic_smem() + dst;
   std::memset(d, 0xFF, 16);  // not there yet: NaN until the group retires
-  emu::g->lanes[emu::g->current].open.push_back({d, static_cast<const unsigned char*>(src), valid});
+  emu::cp_state().open.push_back({d, static_cast<const unsigned char*>(src), valid});
 }
 inline void cp_async_commit() {
-  auto& l = emu::g->lanes[emu::g->current];
+  auto& l = emu::cp_state();
   l.groups.push_back(std::move(l.open));
   l.open.clear();
 }
 template <int N>
 void cp_async_wait() {
-  auto& l = emu::g->lanes[emu::g->current];
+  auto& l = emu::cp_state();
   while (l.groups.size() > static_cast<std::size_t>(N)) {
     for (auto& c : l.groups.front()) {
       if (c.valid) std::memcpy(c.dst, c.src, 16);
@@ -192,15 +113,15 @@ void cp_async_wait() {
 }
 
 inline void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
-  if (addr % 16 != 0 || addr + 16 > emu::g->smem_size) emu::fail("ldmatrix row address misaligned or out of range");
-  auto& x = emu::g->xch[warp()];
+  if (addr % 16 != 0 || addr + 16 > simt::dynamic_smem_size()) simt::fault("ldmatrix row address misaligned or out of range");
+  auto& x = simt::exchange();
   x[lane()][0] = addr;
-  emu::sync_warp();
+  simt::sync_warp();
   for (int i = 0; i < 4; ++i) {
     const std::uint32_t row = x[8 * i + lane() / 4][0];
     std::memcpy(&r[i], dynamic_smem() + row + (lane() % 4) * 4, 4);
   }
-  emu::sync_warp();
+  simt::sync_warp();
 }
 
 template <bool BF16>
@@ -214,11 +135,11 @@ float half_of(std::uint32_t reg, int h) {
 // d0,d1:(g, 2t..2t+1) d2,d3:(g+8, 2t..2t+1).
 template <bool BF16>
 void mma16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
-  auto& x = emu::g->xch[warp()];
+  auto& x = simt::exchange();
   for (int i = 0; i < 4; ++i) x[lane()][i] = a[i];
   x[lane()][4] = b0;
   x[lane()][5] = b1;
-  emu::sync_warp();
+  simt::sync_warp();
   auto A = [&](int row, int k) { return half_of<BF16>(x[(row % 8) * 4 + (k % 8) / 2][row / 8 + 2 * (k / 8)], k % 2); };
   auto B = [&](int k, int n) { return half_of<BF16>(x[n * 4 + (k % 8) / 2][4 + k / 8], k % 2); };
   const int gi = lane() / 4, t = lane() % 4;
@@ -229,7 +150,7 @@ void mma16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std:
     for (int k = 0; k < 16; ++k) s += A(row, k) * B(k, col);
     out[q] = s;
   }
-  emu::sync_warp();
+  simt::sync_warp();
   for (int q = 0; q < 4; ++q) d[q] = out[q];
 }
 
@@ -242,17 +163,17 @@ std::uint32_t pack2(float lo, float hi) {
 
 inline float exp_fast(float x) { return std::exp(x); }
 inline void store_f32x2(float* p, float a, float b) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 8) emu::fail("misaligned float2 store");
+  if (reinterpret_cast<std::uintptr_t>(p) % 8) simt::fault("misaligned float2 store");
   p[0] = a;
   p[1] = b;
 }
 inline void load_f32x2(const float* p, float& a, float& b) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 8) emu::fail("misaligned float2 load");
+  if (reinterpret_cast<std::uintptr_t>(p) % 8) simt::fault("misaligned float2 load");
   a = p[0];
   b = p[1];
 }
 inline void store_u32(std::uint16_t* p, std::uint32_t v) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 4) emu::fail("misaligned 32-bit store");
+  if (reinterpret_cast<std::uintptr_t>(p) % 4) simt::fault("misaligned 32-bit store");
   std::memcpy(p, &v, 4);
 }
 
@@ -298,18 +219,13 @@ const std::vector<Emulated>& shapes() {
 // Runs `grid` CTAs one after another (each CTA's threads concurrently, as fibers).
 std::string run_grid(int threads, std::size_t smem, long long grid, std::uint32_t seed,
                      const std::function<void()>& body) {
-  for (long long b = 0; b < grid; ++b) {
-    auto cta = std::make_unique<emu::Cta>();
-    cta->threads = threads;
-    cta->block = b;
-    cta->grid = grid;
-    cta->smem.resize((smem + 15) / 16);
-    cta->smem_size = smem;
-    std::memset(cta->smem.data(), 0xFF, cta->smem.size() * 16);
-    cta->rng.seed(seed + static_cast<std::uint32_t>(b));
-    cta->body = body;
-    if (!emu::run_cta(*cta)) return "deadlock in block " + std::to_string(b);
-    if (!cta->fault.empty()) return cta->fault + " (block " + std::to_string(b) + ")";
+  try {
+    simt::launch(grid, threads, smem, [&] {
+      emu::cp_state() = {};
+      body();
+    }, seed);
+  } catch (const std::exception& e) {
+    return e.what();
   }
   return {};
 }
@@ -432,25 +348,23 @@ TEST(GmmEmulation, BrokenPipelineIsCaught) {
   // The emulation must be able to fail: shared memory read before its cp.async group retired
   // holds poison, and the data lands at wait_group. (Mutating the kernel's wait_group depth,
   // barriers, ldmatrix lanes, gate/up rows or split ranges turns the tests above red.)
-  auto cta = std::make_unique<emu::Cta>();
-  cta->threads = 32;
-  cta->smem.resize(64);
-  cta->smem_size = 1024;
-  cta->rng.seed(1);
   alignas(16) static unsigned char src[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-  std::vector<int> seen(32, -1);
-  cta->body = [&] {
-    using namespace gmm::emulated;
-    const int t = thread_x();
-    cp_async16(static_cast<std::uint32_t>(t * 16), src, true);
-    cp_async_commit();
-    seen[t] = dynamic_smem()[t * 16];  // too early: still in flight
-    cp_async_wait<0>();
-    sync_threads();
-  };
-  ASSERT_TRUE(emu::run_cta(*cta));
-  for (int t = 0; t < 32; ++t) EXPECT_EQ(seen[t], 0xFF);
-  EXPECT_EQ(cta->smem[3].b[0], 1);
+  std::vector<int> seen(32, -1), landed(32, -1);
+  ASSERT_EQ(run_grid(32, 1024, 1, 1, [&] {
+              using namespace gmm::emulated;
+              const int t = thread_x();
+              cp_async16(static_cast<std::uint32_t>(t * 16), src, true);
+              cp_async_commit();
+              seen[t] = dynamic_smem()[t * 16];  // too early: still in flight
+              cp_async_wait<0>();
+              sync_threads();
+              landed[t] = dynamic_smem()[t * 16];
+            }),
+            "");
+  for (int t = 0; t < 32; ++t) {
+    EXPECT_EQ(seen[t], 0xFF);
+    EXPECT_EQ(landed[t], 1);
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // combine kernels for f16 inputs (out f16 or f32).
-#include "combine/cuda_kernel.cuh"
+#include "combine/cuda_launch.cuh"
 
 namespace moe::combine_cuda {
 

@@ -1,5 +1,5 @@
 // combine kernels for f32 inputs (out is f32 either way).
-#include "combine/cuda_kernel.cuh"
+#include "combine/cuda_launch.cuh"
 
 namespace moe::combine_cuda {
 

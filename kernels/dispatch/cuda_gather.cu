@@ -1,176 +1,17 @@
-// x -> x_sorted, a byte copy (one set of instantiations serves every dtype). A group of
-// threads moves VB-byte vectors, UNROLL loads in flight before the stores.
-//   by row:   each sorted row copies its token's row (src/K); padding rows are zeroed.
-//   by token: each token reads its row once and stores it to each of its rows (dst); the
-//             grid's last blocks zero the padding rows.
+// Launcher of the dispatch gather (kernels in cuda_gather_kernels.cuh).
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
 
+#include "dispatch/cuda_gather_kernels.cuh"
 #include "dispatch/cuda_launch.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 
 namespace moe::dispatch_cuda {
 
-namespace {
-
-template <int VB> struct VecOf;
-template <> struct VecOf<16> { using type = uint4; };
-template <> struct VecOf<8> { using type = uint2; };
-template <> struct VecOf<4> { using type = unsigned int; };
-template <> struct VecOf<2> { using type = unsigned short; };
-
-struct Dev {
-  const char* x;
-  const int* src;
-  char* xs;
-  long long rows, slots;
-  int K;
-  long long row_bytes;
-};
-
-template <int THREADS, int VB, int UNROLL>
-__global__ void __launch_bounds__(THREADS) gather_kernel(Dev g, int rows_per_cta) {
-  using V = typename VecOf<VB>::type;
-  const int group = THREADS / rows_per_cta;
-  const int lt = threadIdx.x % group;
-  const long long r = static_cast<long long>(blockIdx.x) * rows_per_cta + threadIdx.x / group;
-  if (r >= g.rows) return;
-  const long long units = g.row_bytes / VB;
-  V* out = reinterpret_cast<V*>(g.xs + r * g.row_bytes);
-  const int s = g.src[r];
-  if (s < 0 || s >= g.slots) {  // padding row (or a map value that must not be followed)
-    const V zero{};
-    for (long long c = lt; c < units; c += group) __stcs(out + c, zero);
-    return;
-  }
-  const V* in = reinterpret_cast<const V*>(g.x + static_cast<long long>(s / g.K) * g.row_bytes);
-  for (long long c = lt; c < units; c += static_cast<long long>(group) * UNROLL) {
-    V v[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const long long i = c + static_cast<long long>(u) * group;
-      if (i < units) v[u] = __ldg(in + i);
-    }
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const long long i = c + static_cast<long long>(u) * group;
-      if (i < units) __stcs(out + i, v[u]);
-    }
-  }
-}
-
-constexpr unsigned kFull = 0xffffffffu;
-constexpr int kMaxGroups = 4;     // kGatherRows' largest value
-constexpr int kMaxSlots = 80;     // topk <= 64 plus shared <= 16
-constexpr int kPadRowsPerBlock = 64;
-
-struct Tok {
-  const int* dst;
-  long long T, token_blocks;
-};
-
-template <int THREADS, int VB, int UNROLL>
-__global__ void __launch_bounds__(THREADS) gather_by_token_kernel(Dev g, Tok tk, int per_cta) {
-  using V = typename VecOf<VB>::type;
-  __shared__ int s_rows[kMaxGroups][kMaxSlots];
-  __shared__ int s_n[kMaxGroups];
-  const int group = THREADS / per_cta;
-  const int gi = threadIdx.x / group, lt = threadIdx.x % group;
-  const long long units = g.row_bytes / VB;
-  if (blockIdx.x >= tk.token_blocks) {  // the tail: zero the padding rows of a row range
-    const long long r0 = (blockIdx.x - tk.token_blocks) * static_cast<long long>(kPadRowsPerBlock);
-    const long long r1 = r0 + kPadRowsPerBlock < g.rows ? r0 + kPadRowsPerBlock : g.rows;
-    const V zero{};
-    for (long long r = r0 + gi; r < r1; r += per_cta) {
-      const int s = g.src[r];
-      if (s >= 0 && s < g.slots) continue;
-      V* out = reinterpret_cast<V*>(g.xs + r * g.row_bytes);
-      for (long long c = lt; c < units; c += group) __stcs(out + c, zero);
-    }
-    return;
-  }
-  const long long t = static_cast<long long>(blockIdx.x) * per_cta + gi;
-  const bool active = t < tk.T;
-  if (lt < 32) {  // the group's first warp lists the token's rows
-    int n = 0;
-    for (int j0 = 0; j0 < g.K; j0 += 32) {
-      const int j = j0 + lt;
-      const int row = active && j < g.K ? tk.dst[t * g.K + j] : -1;
-      const bool ok = row >= 0 && row < g.rows;
-      const unsigned m = __ballot_sync(kFull, ok);
-      if (ok) s_rows[gi][n + __popc(m & ((1u << lt) - 1u))] = row;
-      n += __popc(m);
-    }
-    if (lt == 0) s_n[gi] = n;
-  }
-  __syncthreads();
-  if (!active) return;
-  const int n = s_n[gi];
-  const int* rows = s_rows[gi];
-  const V* in = reinterpret_cast<const V*>(g.x + t * g.row_bytes);
-  for (long long c = lt; c < units; c += static_cast<long long>(group) * UNROLL) {
-    V v[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const long long i = c + static_cast<long long>(u) * group;
-      if (i < units) v[u] = __ldg(in + i);
-    }
-    for (int k = 0; k < n; ++k) {
-      V* out = reinterpret_cast<V*>(g.xs + static_cast<long long>(rows[k]) * g.row_bytes);
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const long long i = c + static_cast<long long>(u) * group;
-        if (i < units) __stcs(out + i, v[u]);
-      }
-    }
-  }
-}
-
-using RowKernel = void (*)(Dev, int);
-using TokenKernel = void (*)(Dev, Tok, int);
-
-template <bool BY_TOKEN, int T, int VB, int U>
-constexpr auto kernel_of() {
-  if constexpr (BY_TOKEN)
-    return &gather_by_token_kernel<T, VB, U>;
-  else
-    return &gather_kernel<T, VB, U>;
-}
-
-template <bool BY_TOKEN, int T, int VB>
-auto by_unroll(int unroll) -> decltype(kernel_of<BY_TOKEN, T, VB, 1>()) {
-  switch (unroll) {
-    case 1: return kernel_of<BY_TOKEN, T, VB, 1>();
-    case 4: return kernel_of<BY_TOKEN, T, VB, 4>();
-  }
-  return nullptr;
-}
-
-template <bool BY_TOKEN, int T>
-auto by_vec(int vec, int unroll) -> decltype(kernel_of<BY_TOKEN, T, 16, 1>()) {
-  switch (vec) {
-    case 16: return by_unroll<BY_TOKEN, T, 16>(unroll);
-    case 8: return by_unroll<BY_TOKEN, T, 8>(unroll);
-    case 4: return by_unroll<BY_TOKEN, T, 4>(unroll);
-    case 2: return by_unroll<BY_TOKEN, T, 2>(unroll);
-  }
-  return nullptr;
-}
-
-template <bool BY_TOKEN>
-auto find_kernel(int threads, int vec, int unroll) -> decltype(kernel_of<BY_TOKEN, 128, 16, 1>()) {
-  switch (threads) {
-    case 128: return by_vec<BY_TOKEN, 128>(vec, unroll);
-    case 256: return by_vec<BY_TOKEN, 256>(vec, unroll);
-    case 512: return by_vec<BY_TOKEN, 512>(vec, unroll);
-  }
-  return nullptr;
-}
-
-}  // namespace
+using namespace gather_kernels;
 
 void gather(const GatherArgs& a, const ScatterArgs& by_token, int order, int threads, int rows_per_cta, int vec,
             int unroll, void* stream) {

@@ -29,10 +29,19 @@ inline std::size_t single_smem_bytes(int threads, std::int64_t local, std::int64
   return static_cast<std::size_t>(warps * local + 3 * local + 1 + warps + 1) * 4 +
          static_cast<std::size_t>((slots + 1) / 2) * 4;
 }
+// The multi-CTA aligner's three kernels: hist, scan (one CTA of kScanThreads), scatter.
+inline std::size_t hist_smem_bytes(std::int64_t local, int chunk) {
+  return static_cast<std::size_t>(local + (chunk + 1) / 2) * 4;
+}
+inline std::size_t scan_smem_bytes(std::int64_t local) {
+  return static_cast<std::size_t>(3 * local + 1 + kScanThreads / 32 + 1) * 4;
+}
+inline std::size_t scatter_smem_bytes(int threads, std::int64_t local, int chunk) {
+  return static_cast<std::size_t>(threads / 32 * local + (chunk + 1) / 2) * 4;
+}
 inline std::size_t multi_smem_bytes(int threads, std::int64_t local, int chunk) {
-  const std::int64_t warps = threads / 32, scan_warps = kScanThreads / 32;
-  const std::int64_t scatter = warps * local + (chunk + 1) / 2, scan = 3 * local + 1 + scan_warps + 1;
-  return static_cast<std::size_t>(scatter > scan ? scatter : scan) * 4;
+  const std::size_t scatter = scatter_smem_bytes(threads, local, chunk), scan = scan_smem_bytes(local);
+  return scatter > scan ? scatter : scan;
 }
 // One CTA does everything: fine while a single SM can walk the slots quickly.
 inline constexpr std::int64_t kSingleMaxSlots = 32768;
