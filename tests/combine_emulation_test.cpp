@@ -4,8 +4,7 @@
 // check. The inputs carry NaN in every row a skipped slot points at, so a kernel that
 // multiplies instead of selecting fails here too. tests/gpu/dispatch_combine_gpu_test.cpp
 // checks the real thing.
-#include "simt_cuda.hpp"
-// The kernel, after the emulator's CUDA names.
+#include "simt_cuda.hpp"  // first: the kernel header below compiles against its CUDA names
 #include <gtest/gtest.h>
 
 #include <string>

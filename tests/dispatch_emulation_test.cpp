@@ -3,8 +3,7 @@
 // with random thread orders, poisoned outputs and guard bands after every output. It checks
 // the kernels' indexing, warp ranking, scans and padding where no GPU is at hand;
 // tests/gpu/dispatch_combine_gpu_test.cpp checks the real thing.
-#include "simt_cuda.hpp"
-// The kernels, after the emulator's CUDA names.
+#include "simt_cuda.hpp"  // first: the kernel headers below compile against its CUDA names
 #include <gtest/gtest.h>
 
 #include <algorithm>
