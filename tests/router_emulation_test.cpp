@@ -1,10 +1,11 @@
-// The cuda router's row algorithm (kernels/router/cuda_row.hpp) run on the host under a warp
-// emulator: 32 lanes as fibers that meet at every shuffle/reduction, as a warp does. Every
+// The cuda router's row algorithm (kernels/router/cuda_row.hpp) run on the host under the
+// simt emulator (simt_emulator.hpp): 32 lanes as fibers that meet at every shuffle/reduction. Every
 // compiled kernel shape is checked against the reference on the edge-case matrix, so the
 // layout, group, tie and NaN logic is tested on machines without a GPU. The emulator also
 // fails on divergence: a collective reached by some lanes only, or with different operands.
+#include "simt_cuda.hpp"  // first: cuda_row.hpp compiles against its CUDA names
+
 #include <gtest/gtest.h>
-#include <ucontext.h>
 
 #include <algorithm>
 #include <array>
@@ -25,117 +26,26 @@ namespace {
 
 using namespace moe;
 
-class WarpEmulator {
- public:
-  enum Op { kXor, kIdx, kMax, kMin };
+constexpr unsigned kFull = 0xffffffffu;
 
-  // Runs body(lane) for the 32 lanes in lockstep between collectives. Throws on divergence.
-  void run(const std::function<void(int)>& body) {
-    body_ = &body;
-    current() = this;
-    error_.clear();
-    for (int l = 0; l < 32; ++l) {
-      if (!stacks_[l]) stacks_[l] = std::make_unique<char[]>(kStack);
-      getcontext(&lanes_[l]);
-      lanes_[l].uc_stack.ss_sp = stacks_[l].get();
-      lanes_[l].uc_stack.ss_size = kStack;
-      lanes_[l].uc_link = &main_;
-      makecontext(&lanes_[l], reinterpret_cast<void (*)()>(&WarpEmulator::entry), 1, l);
-      done_[l] = false;
-    }
-    for (;;) {
-      for (int l = 0; l < 32; ++l) {
-        posted_[l] = false;
-        if (!done_[l]) swapcontext(&main_, &lanes_[l]);
-      }
-      int done = 0;
-      for (int l = 0; l < 32; ++l) done += done_[l];
-      if (done == 32) break;
-      if (done) throw std::runtime_error("divergence: " + std::to_string(done) + " lanes finished while others wait at a collective");
-      const Post& p0 = post_[0];
-      for (int l = 1; l < 32; ++l) {
-        const Post& p = post_[l];
-        if (p.op != p0.op || p.width != p0.width || (p.op == kXor && p.arg != p0.arg))
-          throw std::runtime_error("divergence: lanes 0 and " + std::to_string(l) + " meet at different collectives");
-      }
-      for (int l = 0; l < 32; ++l) {
-        switch (p0.op) {
-          case kXor:
-            if (p0.arg <= 0 || p0.arg >= 32) throw std::runtime_error("xor shuffle offset out of range");
-            result_[l] = post_[l ^ p0.arg].value;
-            break;
-          case kIdx: {
-            const int w = p0.width;
-            result_[l] = post_[(l / w) * w + ((post_[l].arg % w) + w) % w].value;
-            break;
-          }
-          case kMax:
-          case kMin: {
-            unsigned r = post_[0].value;
-            for (int q = 1; q < 32; ++q) r = p0.op == kMax ? std::max(r, post_[q].value) : std::min(r, post_[q].value);
-            result_[l] = r;
-            break;
-          }
-        }
-      }
-    }
-  }
-
-  unsigned collective(int lane, Op op, unsigned value, int arg, int width) {
-    post_[lane] = {op, value, arg, width};
-    posted_[lane] = true;
-    swapcontext(&lanes_[lane], &main_);
-    return result_[lane];
-  }
-
- private:
-  struct Post {
-    Op op;
-    unsigned value;
-    int arg, width;
-  };
-  static constexpr std::size_t kStack = 256 * 1024;
-  static WarpEmulator*& current() {
-    static thread_local WarpEmulator* c = nullptr;
-    return c;
-  }
-  static void entry(int lane) {
-    WarpEmulator* self = current();
-    (*self->body_)(lane);
-    self->done_[lane] = true;
-  }
-
-  const std::function<void(int)>* body_ = nullptr;
-  ucontext_t main_{}, lanes_[32]{};
-  std::unique_ptr<char[]> stacks_[32];
-  Post post_[32]{};
-  unsigned result_[32]{};
-  bool done_[32]{}, posted_[32]{};
-  std::string error_;
-};
-
-// The Lane interface of cuda_row.hpp on the emulator.
+// The Lane interface of cuda_row.hpp on the emulator: DeviceLane's intrinsics, emulated.
 struct HostLane {
-  WarpEmulator* em;
-  int id;
-  int lane() const { return id; }
-  unsigned xor_u(unsigned v, int off) { return em->collective(id, WarpEmulator::kXor, v, off, 32); }
-  float xor_f(float v, int off) { return router::kern::u2f(xor_u(router::kern::f2u(v), off)); }
-  unsigned idx_u(unsigned v, int src, int width) { return em->collective(id, WarpEmulator::kIdx, v, src, width); }
-  unsigned max_u(unsigned v) { return em->collective(id, WarpEmulator::kMax, v, 0, 32); }
-  unsigned min_u(unsigned v) { return em->collective(id, WarpEmulator::kMin, v, 0, 32); }
+  int lane() const { return simt::lane(); }
+  unsigned xor_u(unsigned v, int off) const { return __shfl_xor_sync(kFull, v, off); }
+  float xor_f(float v, int off) const { return __shfl_xor_sync(kFull, v, off); }
+  unsigned idx_u(unsigned v, int src, int width) const { return __shfl_sync(kFull, v, src, width); }
+  unsigned max_u(unsigned v) const { return __reduce_max_sync(kFull, v); }
+  unsigned min_u(unsigned v) const { return __reduce_min_sync(kFull, v); }
 };
 
-// A "launch" of shape I: every warp of the grid, one after the other.
+// A "launch" of shape I: every warp of the grid, one after the other (a block of one warp).
 template <int I>
 void emulate_shape(const router::kern::Args& a, long long nwarps) {
   constexpr router::KernelShape s = router::kShapes[I];
-  WarpEmulator em;
-  for (long long w = 0; w < nwarps; ++w)
-    em.run([&](int lane) {
-      HostLane ln{&em, lane};
-      router::kern::RowKernel<s.lanes, s.epl, s.vec, s.esize>::rows(a, ln, w, nwarps);
-    });
+  simt::launch(nwarps, 32, 0, [&] {
+    HostLane ln;
+    router::kern::RowKernel<s.lanes, s.epl, s.vec, s.esize>::rows(a, ln, simt::block(), nwarps);
+  }, 1);
 }
 
 using EmulateFn = void (*)(const router::kern::Args&, long long);

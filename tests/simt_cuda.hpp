@@ -2,7 +2,8 @@
 // CUDA's kernel-side names over the simt emulator, so a kernel header written in plain CUDA
 // (threadIdx, __syncthreads, __shfl_sync, ...) compiles as host code for a test. Include it
 // before the kernel header. Collectives take the full-warp mask only, the form our kernels
-// use, and fault when the lanes of a warp meet at different collectives.
+// use, and fault when the lanes of a warp meet at different collectives or pass different
+// widths or offsets.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <vector_types.h>
@@ -34,7 +35,7 @@ struct Idx {
   unsigned x, y, z;
 };
 
-enum Op : std::uint64_t { kShfl = 1, kShflUp, kShflXor, kBallot, kMatch, kSyncWarp };
+enum Op : std::uint64_t { kShfl = 1, kShflUp, kShflXor, kBallot, kMatch, kSyncWarp, kReduceMax, kReduceMin };
 
 inline void full_mask(unsigned mask, const char* what) {
   if (mask != 0xffffffffu) simt::fault(std::string(what) + " with a partial mask: the emulator takes full warps only");
@@ -55,32 +56,51 @@ T from_bits(std::uint64_t b) {
 }
 
 // Posts this lane's operand, waits for the warp, checks every lane came to the same
-// collective, and returns the warp's operands; call done() once they are read.
-inline simt::Exchange& meet(Op op, std::uint64_t value) {
+// collective with the same `uniform` operands (a shuffle's width, an xor or up offset), and
+// returns the warp's operands; call done() once they are read.
+inline simt::Exchange& meet(Op op, std::uint64_t value, std::uint64_t uniform = 0) {
   simt::Exchange& x = simt::exchange();
   x[simt::lane()][0] = value;
   x[simt::lane()][1] = op;
+  x[simt::lane()][2] = uniform;
   simt::sync_warp();
-  for (int l = 0; l < 32; ++l)
+  for (int l = 0; l < 32; ++l) {
     if (x[l][1] != op) simt::fault("lanes of a warp meet at different collectives (divergence)");
+    if (x[l][2] != uniform) simt::fault("lanes of a warp pass different widths or offsets to one collective");
+  }
   return x;
 }
 inline void done() { simt::sync_warp(); }
 
+// Within segments of `width` lanes, as CUDA defines it: a source outside the lane's own
+// segment (up, xor) gives the lane its own value.
 template <class T>
 T shuffle(Op op, unsigned mask, T v, int arg, int width) {
   full_mask(mask, "a shuffle");
-  if (width != 32) simt::fault("a shuffle of width " + std::to_string(width) + ": the emulator takes 32");
-  simt::Exchange& x = meet(op, bits_of(v));
-  const int lane = simt::lane();
+  if (width < 1 || width > 32 || (width & (width - 1)))
+    simt::fault("a shuffle of width " + std::to_string(width) + ": use a power of two up to 32");
+  const std::uint64_t uniform = static_cast<std::uint64_t>(width) << 32 |
+                                (op == kShfl ? 0u : static_cast<std::uint32_t>(arg));
+  simt::Exchange& x = meet(op, bits_of(v), uniform);
+  const int lane = simt::lane(), base = lane / width * width, in = lane - base;
   int src = lane;
   if (op == kShfl)
-    src = arg & 31;
+    src = base + ((arg % width) + width) % width;
   else if (op == kShflUp)
-    src = lane >= arg ? lane - arg : lane;
-  else
-    src = (lane ^ arg) & 31;
+    src = in >= arg ? lane - arg : lane;
+  else if (((in ^ arg) & ~(width - 1)) == 0)
+    src = base + (in ^ arg);
   const T r = from_bits<T>(x[src][0]);
+  done();
+  return r;
+}
+
+template <class Pick>
+unsigned reduce(Op op, unsigned mask, unsigned v, Pick pick) {
+  full_mask(mask, "a warp reduction");
+  simt::Exchange& x = meet(op, v);
+  unsigned r = static_cast<unsigned>(x[0][0]);
+  for (int l = 1; l < 32; ++l) r = pick(r, static_cast<unsigned>(x[l][0]));
   done();
   return r;
 }
@@ -127,6 +147,13 @@ unsigned __match_any_sync(unsigned mask, T v) {
   for (int l = 0; l < 32; ++l) r |= static_cast<unsigned>(x[l][0] == mine) << l;
   simt_cuda::done();
   return r;
+}
+
+inline unsigned __reduce_max_sync(unsigned mask, unsigned v) {
+  return simt_cuda::reduce(simt_cuda::kReduceMax, mask, v, [](unsigned a, unsigned b) { return a > b ? a : b; });
+}
+inline unsigned __reduce_min_sync(unsigned mask, unsigned v) {
+  return simt_cuda::reduce(simt_cuda::kReduceMin, mask, v, [](unsigned a, unsigned b) { return a < b ? a : b; });
 }
 
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
