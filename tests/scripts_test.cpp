@@ -297,3 +297,68 @@ TEST(ScriptsCiPerfCheck, RefusesToRunWithoutABaselineOrWithBadFlags) {
   EXPECT_NE(r.out.find("no record"), std::string::npos) << r.out;
   fs::remove_all(out);
 }
+
+// ---- scripts/gpu-targets.sh + check_targets.py: the issues' performance targets as benchmarks
+
+Proc gpu_targets(const fs::path& targets, const fs::path& out, const std::string& more = "") {
+  return sh("MOEBENCH_BIN=" + quote(MOEBENCH_EXE) + " MOEBENCH_TARGETS=" + quote(targets) +
+            " MOEBENCH_TARGETS_BACKEND=cpu bash " + quote(kSource / "scripts" / "gpu-targets.sh") + " " + quote(out) +
+            more);
+}
+
+const json* target_row(const json& report, const std::string& id) {
+  for (const json& r : report.at("targets"))
+    if (r.at("id") == id) return &r;
+  return nullptr;
+}
+
+TEST(ScriptsTargets, SweepsJudgesAndResumes) {
+  const fs::path dir = temp_dir("targets");
+  const fs::path targets = dir / "targets.json";
+  std::ofstream(targets) << R"({"schema": "moebench/targets@1", "targets": [
+    {"id": "met", "issue": 4, "name": "met", "sweeps": [["router", "--experts", "8", "--topk", "2"]],
+     "tokens": 4, "metric": "median_us", "max": 1e9},
+    {"id": "missed", "issue": 5, "name": "missed", "tokens": 4, "metric": "pct_copy_sum", "min": 101,
+     "sweeps": [["router", "--experts", "8", "--topk", "2"], ["combine", "--experts", "8", "--topk", "2", "--hidden", "64"]]},
+    {"id": "peerless", "issue": 6, "name": "peerless", "sweeps": [["router", "--experts", "8", "--topk", "2"]],
+     "tokens": 4, "metric": "pct_peer", "min": 70},
+    {"id": "unswept", "issue": 5, "name": "unswept", "sweeps": [["dispatch"]], "tokens": 4, "metric": "median_us", "max": 5}]})";
+  const fs::path out = dir / "out";
+  Proc r = gpu_targets(targets, out, " met missed peerless");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("1 of 2 measured targets met; 2 not measured"), std::string::npos) << r.out;
+  const json report = json::parse(slurp(out / "targets-report.json"));
+  ASSERT_NE(target_row(report, "met"), nullptr);
+  EXPECT_EQ(target_row(report, "met")->at("met"), true);
+  EXPECT_GT(target_row(report, "met")->at("value").get<double>(), 0.0);
+  EXPECT_NE(target_row(report, "met")->at("commands").at(0).get<std::string>().find("sweep router"), std::string::npos);
+  EXPECT_EQ(target_row(report, "missed")->at("met"), false);
+  EXPECT_EQ(target_row(report, "missed")->at("configs").size(), 2u);
+  EXPECT_TRUE(target_row(report, "peerless")->at("met").is_null());
+  EXPECT_TRUE(target_row(report, "unswept")->at("met").is_null());
+  // A second run keeps what is done; the judge alone fails on a miss when asked.
+  r = gpu_targets(targets, out, " met");
+  EXPECT_NE(r.out.find("met/0: done before"), std::string::npos) << r.out;
+  r = sh("python3 " + quote(kSource / "scripts" / "check_targets.py") + " " + quote(out) + " --targets " +
+         quote(targets) + " --fail-on-miss");
+  EXPECT_EQ(r.code, 1) << r.out;
+  fs::remove_all(dir);
+}
+
+TEST(ScriptsTargets, EveryShippedTargetIsAProblemTheCliAccepts) {
+  // scripts/targets.json names sweeps by CLI flags: each must still parse as a problem
+  // (lookup parses it and resolves a config without running anything).
+  const json spec = json::parse(slurp(kSource / "scripts" / "targets.json"));
+  ASSERT_EQ(spec.at("schema"), "moebench/targets@1");
+  int n = 0;
+  for (const json& t : spec.at("targets"))
+    for (const json& s : t.at("sweeps")) {
+      std::string cmd = std::string(MOEBENCH_EXE) + " lookup";
+      for (const json& a : s) cmd += " " + a.get<std::string>();
+      cmd += " --tokens " + std::to_string(t.at("tokens").get<int>()) + " --backend cpu --tables none";
+      const Proc r = sh(cmd);
+      EXPECT_EQ(r.code, 0) << t.at("id") << ": " << cmd << "\n" << r.out;
+      ++n;
+    }
+  EXPECT_GE(n, 20);
+}

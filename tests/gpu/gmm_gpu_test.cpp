@@ -2,13 +2,11 @@
 // problems, padding rows exactly zero, every row written) and against cuBLAS run per expert
 // (every element), on edge shapes and the presets' shapes. Skipped where no device is visible.
 // Written without a GPU at hand: the messages name the config and problem of any failure.
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -236,77 +234,6 @@ TEST_F(GmmGpu, DefaultsAreValidOnThisDevice) {
         const Params d = impl().default_config(pr, dev);
         EXPECT_EQ(impl().invalid_reason(pr, d, dev), "") << pr.str() << " " << d.str();
       }
-}
-
-// ---- timings for the first session on a GPU: run with --gtest_also_run_disabled_tests.
-// Prints, asserts nothing about speed.
-
-float time_ms(const std::function<void()>& f, int reps) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  f();
-  cudaEventRecord(a);
-  for (int i = 0; i < reps; ++i) f();
-  cudaEventRecord(b);
-  cudaEventSynchronize(b);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return ms / static_cast<float>(reps);
-}
-
-TEST_F(GmmGpu, DISABLED_PerfReport) {
-  // Copy bandwidth: a 2 GB device-to-device copy, read + write bytes.
-  const std::size_t n = 1ull << 30;
-  DeviceBuffer s0(n), s1(n);
-  const float copy_ms = time_ms([&] { cudaMemcpyAsync(s1.get(), s0.get(), n, cudaMemcpyDeviceToDevice); }, 10);
-  const double copy_gbs = 2.0 * static_cast<double>(n) / (copy_ms * 1e-3) / 1e9;
-  std::printf("copy bandwidth %.0f GB/s\n", copy_gbs);
-
-  auto bench = [&](const std::string& name, std::int64_t T, const char* stage, double budget) {
-    const Case c(preset_problem(name, T, stage, budget), seeded(11));
-    const GmmSpec s = GmmSpec::parse(c.p.problem);
-    DeviceTensors dout = DeviceTensors::alloc(c.p.output_specs);
-    double best = 1e30;
-    std::string best_cfg;
-    for (auto& cfg : impl().space(c.p.problem, dev, false)) {
-      const auto cc = gmm::cuda::parse_config(cfg);
-      DeviceBuffer ws(gmm::cuda::workspace_bytes(s, cc));
-      const float ms = time_ms([&] { gmm::cuda::run(s, cc, c.din.refs(), dout.refs(), ws.get(), ws.size(), nullptr); }, 20);
-      if (ms < best) best = ms, best_cfg = cfg.str();
-    }
-    // cuBLAS on one dense GEMM of all R rows against one expert's weights: the rate to beat.
-    cublasHandle_t h;
-    cublasCreate(&h);
-    const int R = static_cast<int>(c.p.inputs.at(s.act_name()).shape()[0]);
-    const int N = static_cast<int>(s.n_w()), K = static_cast<int>(s.k_dim());
-    DeviceBuffer cbuf(static_cast<std::size_t>(R) * N * 2);
-    const float one = 1, zero = 0;
-    const cudaDataType_t dt = s.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
-    const float dense_ms = time_ms(
-        [&] {
-          cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, R, K, &one, need(c.din.refs(), s.weight_name()).data, dt, K,
-                       need(c.din.refs(), s.act_name()).data, dt, K, &zero, cbuf.get(), dt, N, CUBLAS_COMPUTE_32F,
-                       CUBLAS_GEMM_DEFAULT);
-        },
-        10);
-    cublasDestroy(h);
-    const double dense_tflops = 2.0 * R * N * K / (dense_ms * 1e-3) / 1e12;
-    const double padded_tflops = 2.0 * R * N * K / (best * 1e-3) / 1e12;
-    std::printf("%s T=%ld %s R=%d: best %.1f us (%s): %.0f GB/s (%.0f%% of copy), %.1f TFLOP/s useful, "
-                "%.1f TFLOP/s incl. padding vs cuBLAS dense %.1f (%.0f%%)\n",
-                name.c_str(), static_cast<long>(T), stage, R, best * 1e3, best_cfg.c_str(),
-                c.p.cost.bytes / (best * 1e-3) / 1e9, 100.0 * c.p.cost.bytes / (best * 1e-3) / 1e9 / copy_gbs,
-                c.p.cost.flops / (best * 1e-3) / 1e12, padded_tflops, dense_tflops, 100.0 * padded_tflops / dense_tflops);
-  };
-  for (std::int64_t T : {1, 16})
-    for (const char* stage : {"up", "down"}) bench("qwen3-30b-a3b", T, stage, 1e12);
-  for (const char* stage : {"up", "down"}) {
-    bench("qwen3-30b-a3b", 16384, stage, 1e12);
-    bench("deepseek-v3", 16384, stage, 1e12);
-  }
 }
 
 }  // namespace

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Judge the kernel issues' performance targets from benchmark sweeps.
+
+scripts/gpu-targets.sh runs each target's sweeps into DIR/<target id>/<sweep index>/ and
+scripts/peers.py writes DIR/peers.json; this reads them and prints one markdown row per target
+(measured, bound, met) and writes the same as JSON. Speed figures come only from these
+sweeps' results, never from tests.
+
+usage: check_targets.py DIR [--targets scripts/targets.json] [--out report.json] [--fail-on-miss]
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_results(path):
+    with open(path) as f:
+        doc = json.load(f)
+    if doc.get("schema") != "moebench/results@1":
+        raise ValueError(f"{path} is not a moebench results@1 file (schema {doc.get('schema')!r})")
+    return doc
+
+
+def valid_records(doc, kernel, tokens):
+    return [r for r in doc.get("records", [])
+            if r.get("kernel") == kernel and r.get("tokens") == tokens and r.get("status") == "ok"
+            and r.get("validation", {}).get("ok", False)]
+
+
+def best(records):
+    """The record with the lowest median time."""
+    return min(records, key=lambda r: r["stats"]["median_us"]) if records else None
+
+
+def measure(target, docs, peers):
+    """(value, detail, configs) for the target's metric, or (None, why, []) when it cannot be judged."""
+    metric, tokens = target["metric"], target["tokens"]
+    picks = []
+    for sweep, doc in zip(target["sweeps"], docs):
+        rec = best(valid_records(doc, sweep[0], tokens))
+        if rec is None:
+            return None, f"no valid {sweep[0]} record at tokens={tokens}", []
+        picks.append((rec, doc))
+    configs = [r["config_key"] for r, _ in picks]
+    rec, doc = picks[0]
+    copy = doc.get("meta", {}).get("copy_bw_gbps", 0.0)
+    if metric == "median_us":
+        return rec["stats"]["median_us"], f"{rec['gbps']:.0f} GB/s", configs
+    if metric in ("pct_copy", "pct_copy_sum"):
+        if copy <= 0:
+            return None, "the sweep measured no copy bandwidth", configs
+        total_bytes = sum(r["bytes"] for r, _ in picks)
+        total_us = sum(r["stats"]["median_us"] for r, _ in picks)
+        gbps = total_bytes / (total_us * 1e-6) * 1e-9
+        return 100.0 * gbps / copy, f"{gbps:.0f} of {copy:.0f} GB/s in {total_us:.1f} us", configs
+    if metric == "pct_peer":
+        peer = peers.get(target["id"])
+        if not peer or peer.get("tflops", 0) <= 0:
+            return None, "no peer measurement (run scripts/peers.py on the GPU)", configs
+        return 100.0 * rec["tflops"] / peer["tflops"], \
+            f"{rec['tflops']:.0f} vs {peer['name']} {peer['tflops']:.0f} TFLOP/s", configs
+    raise ValueError(f"target {target['id']}: unknown metric {metric!r}")
+
+
+def judge(target, value):
+    if value is None:
+        return None
+    if "max" in target:
+        return value <= target["max"]
+    return value >= target["min"]
+
+
+def bound_text(target):
+    unit = " us" if target["metric"] == "median_us" else "%"
+    return (f"<= {target['max']}{unit}" if "max" in target else f">= {target['min']}{unit}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir", help="the folder scripts/gpu-targets.sh wrote (DIR/<id>/<i>/results.json)")
+    ap.add_argument("--targets", default=os.path.join(HERE, "targets.json"))
+    ap.add_argument("--out", help="write the judgement as JSON here (default DIR/targets-report.json)")
+    ap.add_argument("--fail-on-miss", action="store_true", help="exit 1 when a measured target is missed")
+    a = ap.parse_args()
+    with open(a.targets) as f:
+        spec = json.load(f)
+    if spec.get("schema") != "moebench/targets@1":
+        sys.exit(f"check_targets: {a.targets} is not a moebench/targets@1 file")
+    peers_path = os.path.join(a.dir, "peers.json")
+    peers = {}
+    if os.path.exists(peers_path):
+        with open(peers_path) as f:
+            peers = json.load(f).get("peers", {})
+    rows, device = [], None
+    for t in spec["targets"]:
+        paths = [os.path.join(a.dir, t["id"], str(i), "results.json") for i in range(len(t["sweeps"]))]
+        missing = [p for p in paths if not os.path.exists(p)]
+        row = {"id": t["id"], "issue": t["issue"], "name": t["name"], "metric": t["metric"],
+               "bound": bound_text(t), "value": None, "met": None, "detail": "", "configs": [], "commands": []}
+        if missing:
+            row["detail"] = "not measured: " + ", ".join(os.path.relpath(p, a.dir) for p in missing) + " missing"
+        else:
+            try:
+                docs = [load_results(p) for p in paths]
+            except (OSError, ValueError) as e:
+                row["detail"] = f"unreadable results: {e}"
+            else:
+                device = device or docs[0].get("meta", {}).get("device")
+                row["commands"] = [d.get("meta", {}).get("command", "") for d in docs]
+                row["value"], row["detail"], row["configs"] = measure(t, docs, peers)
+                row["met"] = judge(t, row["value"])
+        rows.append(row)
+
+    print(f"# Performance targets{' on ' + device if device else ''}\n")
+    print("| issue | target | measured | bound | met | detail | config |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        unit = " us" if r["metric"] == "median_us" else "%"
+        value = "—" if r["value"] is None else f"{r['value']:.1f}{unit}"
+        met = {True: "yes", False: "**no**", None: "—"}[r["met"]]
+        print(f"| {r['issue']} | {r['name']} | {value} | {r['bound']} | {met} | {r['detail']} | "
+              f"{' + '.join(r['configs'])} |")
+    judged = [r for r in rows if r["met"] is not None]
+    print(f"\n{sum(r['met'] for r in judged)} of {len(judged)} measured targets met; "
+          f"{len(rows) - len(judged)} not measured.")
+    out = a.out or os.path.join(a.dir, "targets-report.json")
+    with open(out, "w") as f:
+        json.dump({"schema": "moebench/targets-report@1", "device": device, "targets": rows}, f, indent=1)
+    if a.fail_on_miss and any(r["met"] is False for r in rows):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

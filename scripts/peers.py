@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Time the peers the targets compare against, on the GPU, with PyTorch.
+
+For every target of scripts/targets.json whose metric is pct_peer (gmm prefill), read the
+problem from that target's sweep results (DIR/<id>/0/results.json) and time cuBLAS's dense
+bf16 GEMM on the same FLOPs (torch.matmul of [rows, K] x [K, N], rows = tokens * slots), and,
+for information, torch._grouped_mm on the same experts where this torch has it. Writes
+DIR/peers.json for scripts/check_targets.py.
+
+usage: peers.py DIR [--targets scripts/targets.json] [--iters 20]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def median_ms(torch, fn, iters):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def gemm_shape(problem, tokens):
+    """(rows, N, K) of the gmm stage: rows routed to the experts, up: [D] -> [2I], down: [I] -> [D]."""
+    rows = tokens * (problem["topk"] + problem.get("shared", 0))
+    D, I = problem["hidden"], problem["intermediate"]
+    return (rows, 2 * I, D) if problem["stage"] == "up" else (rows, D, I)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir")
+    ap.add_argument("--targets", default=os.path.join(HERE, "targets.json"))
+    ap.add_argument("--iters", type=int, default=20)
+    a = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        sys.exit("peers.py: PyTorch is not importable here; run it on the GPU machine")
+    if not torch.cuda.is_available():
+        sys.exit("peers.py: no CUDA device visible to PyTorch")
+    with open(a.targets) as f:
+        targets = json.load(f)["targets"]
+    peers = {}
+    for t in targets:
+        if t["metric"] != "pct_peer":
+            continue
+        path = os.path.join(a.dir, t["id"], "0", "results.json")
+        if not os.path.exists(path):
+            print(f"peers.py: {t['id']}: {path} missing, run its sweep first", file=sys.stderr)
+            continue
+        with open(path) as f:
+            recs = [r for r in json.load(f)["records"] if r.get("tokens") == t["tokens"]]
+        if not recs:
+            print(f"peers.py: {t['id']}: no record at tokens={t['tokens']}", file=sys.stderr)
+            continue
+        problem = recs[0]["problem"]
+        M, N, K = gemm_shape(problem, t["tokens"])
+        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+        ms = median_ms(torch, lambda: torch.matmul(x, w), a.iters)
+        entry = {"name": "cuBLAS dense bf16 GEMM (torch.matmul)", "shape": [M, N, K],
+                 "median_ms": ms, "tflops": 2.0 * M * N * K / (ms * 1e-3) * 1e-12,
+                 "torch": torch.__version__, "device": torch.cuda.get_device_name()}
+        # The grouped peer, for information: equal rows per expert over the problem's experts.
+        E = problem["experts"] + problem.get("shared", 0)
+        if hasattr(torch, "_grouped_mm") and M % E == 0:
+            try:
+                wg = torch.randn(E, N, K, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+                offs = torch.arange(M // E, M + 1, M // E, device="cuda", dtype=torch.int32)
+                gms = median_ms(torch, lambda: torch._grouped_mm(x, wg, offs=offs), a.iters)
+                entry["grouped_mm_tflops"] = 2.0 * M * N * K / (gms * 1e-3) * 1e-12
+            except Exception as e:  # an optional peer: say why it is absent
+                entry["grouped_mm_error"] = str(e).splitlines()[0][:200]
+        peers[t["id"]] = entry
+        print(f"{t['id']}: {entry['name']} [{M}x{K}]x[{K}x{N}] {entry['tflops']:.0f} TFLOP/s")
+        del x, w
+        torch.cuda.empty_cache()
+    with open(os.path.join(a.dir, "peers.json"), "w") as f:
+        json.dump({"schema": "moebench/peers@1", "command": " ".join(sys.argv), "peers": peers}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
