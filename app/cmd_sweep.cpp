@@ -8,11 +8,11 @@
 #include <sstream>
 
 #include "app/commands.hpp"
-#include "layer/stages.hpp"
 #include "app/problem_cli.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
+#include "tuner/layer_units.hpp"
 #include "tuner/problem.hpp"
 #include "tuner/runner.hpp"
 
@@ -105,16 +105,9 @@ void run(const SweepArgs& a) {
     if (o.devices.empty()) require_cuda_device(0);
   }
   if (a.what == "all" || a.what == "moe-layer") {
-    // Tune exactly the stage problems the layer looks up (gmm up and down included), then
-    // time the layer with them: its tables and its breakdown come from one sweep.
-    const FamilyDesc& layer = family("moe-layer");
-    const Params L = problem_params(layer, a.problem, false);
-    for (const Stage& st : layer_stages(L)) {
-      const FamilyDesc& f = family(st.family);
-      if (f.backend(backend)) o.units.push_back({&f, st.problem});
-      else fmt::print(stderr, "moebench: warning: {} has no {} backend in this build: not swept\n", f.name, backend_name(backend));
-    }
-    if (layer.backend(backend)) o.units.push_back({&layer, L});
+    std::vector<std::string> warnings;
+    o.units = tuner::layer_units(problem_params(family("moe-layer"), a.problem, false), backend, warnings);
+    for (auto& w : warnings) fmt::print(stderr, "moebench: warning: {}\n", w);
   } else {
     bool strict = false;
     for (const FamilyDesc* f : sweep_targets(a.what, backend, strict))

@@ -277,3 +277,67 @@ TEST(TunerCli, ClearErrors) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("started by `moebench sweep`"), std::string::npos) << r.err;
 }
+
+namespace {
+
+// Every stage of every moe-layer record ran the entry of the table it names, and that table is
+// in `tables`: the layer was timed with the configs this sweep chose for its stages.
+void expect_layer_timed_with_tables(const json& res, const fs::path& tables, std::size_t n_tokens) {
+  std::size_t layers = 0;
+  for (auto& r : res["records"]) {
+    if (r.value("kernel", "") != "moe-layer") continue;
+    ++layers;
+    EXPECT_EQ(r.value("status", ""), "ok") << r.dump();
+    ASSERT_TRUE(r.contains("config_source") && r.contains("resolved_config")) << r.dump();
+    const std::string tokens = std::to_string(r.value("tokens", 0));
+    for (const char* stage : {"router", "dispatch", "gmm_up", "gmm_down", "combine"}) {
+      const json& src = r["config_source"][stage];
+      EXPECT_EQ(src.value("how", ""), "exact") << stage << " " << src.dump();
+      const fs::path table = src.value("table", "");
+      EXPECT_EQ(table.string().rfind(tables.string() + "/", 0), 0u) << stage << " " << table;
+      const json t = json::parse(slurp(table));
+      ASSERT_TRUE(t["entries"].contains(tokens)) << table;
+      EXPECT_EQ(src["config"], t["entries"][tokens]["config"]) << stage;
+      // What the worker ran: the same config, as the layer's stage text.
+      const std::string text = r["resolved_config"].value(stage, "");
+      for (auto& [k, v] : src["config"].items()) {
+        const std::string kv = k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+        EXPECT_NE((";" + text + ";").find(";" + kv + ";"), std::string::npos) << stage << ": " << kv << " in " << text;
+      }
+    }
+  }
+  EXPECT_EQ(layers, n_tokens);
+}
+
+const std::string kLayerShape = " --experts 8 --topk 2 --hidden 64 --intermediate 32 --align 4 --tokens 3,16 --budget 2";
+const std::string kLayerFast = " --backend cpu --threads 2 --progress plain --min-time 1ms --max-time 30ms --watchdog 20s";
+
+}  // namespace
+
+TEST(TunerCli, SweepLayerTimesTheLayerWithTheStageTablesItWrote) {
+  NEED_ROUTER();
+  const fs::path d = temp_dir("layer");
+  const CliRun s = run("sweep moe-layer" + kLayerShape + " --out " + (d / "out").string() + " --tables " +
+                       (d / "tables").string() + kLayerFast);
+  ASSERT_EQ(s.code, 0) << s.err;
+  // Neither the plan nor the layer's workers fell back to a stage default.
+  EXPECT_EQ(s.err.find("warning"), std::string::npos) << s.err;
+  const json res = read_results((d / "out").string());
+  EXPECT_EQ(res["meta"].value("stage_tables", ""), (d / "tables").string());
+  expect_layer_timed_with_tables(res, d / "tables", 2);
+  EXPECT_NE(s.out.find("| auto: combine="), std::string::npos) << s.out;  // the summary shows the stage configs
+  fs::remove_all(d);
+}
+
+TEST(TunerCli, SweepLayerWithTablesNoneUsesItsOwnTableFolder) {
+  NEED_ROUTER();
+  const fs::path d = temp_dir("layer-none");
+  const CliRun s = run("sweep moe-layer" + kLayerShape + " --out " + (d / "out").string() + " --tables none" + kLayerFast);
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_EQ(s.err.find("warning"), std::string::npos) << s.err;
+  EXPECT_EQ(s.out.find("table: "), std::string::npos) << s.out;  // none go where runtime dispatch looks
+  const json res = read_results((d / "out").string());
+  EXPECT_EQ(res["meta"].value("stage_tables", ""), (d / "out" / "tables").string());
+  expect_layer_timed_with_tables(res, d / "out" / "tables", 2);
+  fs::remove_all(d);
+}

@@ -27,7 +27,7 @@ void WorkerEvaluator::evaluate(Candidate& c, int round, const StopRule& rule, do
 bool WorkerEvaluator::interrupted() const { return interrupts().load() > 0; }
 
 json WorkerEvaluator::base_line(const Candidate& c, int round) const {
-  return {{"type", "eval"},
+  json line = {{"type", "eval"},
           {"point", pt_.key},
           {"point_index", pt_.index},
           {"kernel", pt_.family->name},
@@ -39,6 +39,17 @@ json WorkerEvaluator::base_line(const Candidate& c, int round) const {
           {"config_key", c.key},
           {"is_default", c.is_default},
           {"round", round}};
+  // What an "auto" config ran as, so a reader sees the configs the layer was really timed with.
+  if (auto it = pt_.resolved.find(c.key); it != pt_.resolved.end()) {
+    line["resolved_config"] = params_to_json(it->second.config);
+    line["config_source"] = it->second.source;
+  }
+  return line;
+}
+
+const Params& WorkerEvaluator::run_config(const Candidate& c) const {
+  auto it = pt_.resolved.find(c.key);
+  return it == pt_.resolved.end() ? c.config : it->second.config;
 }
 
 void WorkerEvaluator::apply(Candidate& c, const json& l) {
@@ -106,7 +117,7 @@ json WorkerEvaluator::run(Candidate& c, int round, const StopRule& rule, double 
     // Fresh inputs per candidate; one fresh set per point when making a problem is expensive
     // (a reference on the host for every candidate would dominate a large sweep).
     const std::uint64_t seed = derive_seed(o.seed, pt_.key + (prepare_s_ > 0.25 ? std::string("#validate") : "#" + c.key));
-    const Reply r = w_.call({{"op", "validate"}, {"config", params_to_json(c.config)}, {"seed", seed}},
+    const Reply r = w_.call({{"op", "validate"}, {"config", params_to_json(run_config(c))}, {"seed", seed}},
                             o.watchdog_s + 2 * prepare_s_, &interrupts());
     line["validate_seed"] = seed;
     if (lost(r, line, "validate")) return line;
@@ -124,7 +135,7 @@ json WorkerEvaluator::run(Candidate& c, int round, const StopRule& rule, double 
     }
   }
   const json req = {{"op", "measure"},
-                    {"config", params_to_json(c.config)},
+                    {"config", params_to_json(run_config(c))},
                     {"rule", to_json(rule)},
                     {"incumbent_us", incumbent_us},
                     {"prior_us", c.samples_us}};

@@ -25,6 +25,7 @@ class WorkerEvaluator : public Evaluator {
  private:
   int cand_index(const Candidate& c) const { return static_cast<int>(&c - pt_.candidates.data()); }
   json base_line(const Candidate& c, int round) const;
+  const Params& run_config(const Candidate& c) const;  // what the worker runs: resolved when the unit resolves
   static void apply(Candidate& c, const json& l);
   void ensure_prepared();
   bool lost(const Reply& r, json& line, const char* phase);

@@ -6,7 +6,8 @@
 //   header  {schema, device, device_slug, backend, binary, fingerprint, settings, shard, command, created}
 //   prep    {point, bytes, flops, prepare_s} or {point, error}
 //   eval    {point, point_index, kernel, problem, tokens, cand_index, config, config_key, is_default,
-//            round, status, validation?, samples_us, reason, early_stop, timer, note?, error?}
+//            round, status, validation?, samples_us, reason, early_stop, timer, note?, error?,
+//            resolved_config?, config_source?}  (the last two: the layer's "auto" stages as run)
 //   point   {point, point_index, kernel, evaluated, total, winner, runner_up, default, rounds, ...}
 #include <mutex>
 #include <string>

@@ -83,12 +83,14 @@ Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64
   const bool from_file = space != "default" && space != "full";
   if (from_file) file = load_space_file(space);
   std::string canon;
-  for (const SweepUnit& u : units) {
+  for (std::size_t ui = 0; ui < units.size(); ++ui) {
+    const SweepUnit& u = units[ui];
     const FamilyDesc& f = *u.family;
     const BackendImpl& impl = f.need_backend(backend);
     for (std::int64_t t : tokens) {
       PlanPoint pt;
       pt.index = static_cast<int>(plan.points.size());
+      pt.unit = static_cast<int>(ui);
       pt.family = &f;
       pt.problem = u.problem;
       pt.problem.set("tokens", t);

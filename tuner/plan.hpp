@@ -3,21 +3,39 @@
 // the family's space (or a --space file), a fingerprint of the whole, and the deterministic
 // shard partition. Built from FamilyDesc alone: no per-family code.
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "moe/family.hpp"
+#include "tuner/json_io.hpp"
 #include "tuner/search.hpp"
 
 namespace moe::tuner {
 
+// A candidate config turned into the explicit one it is timed with.
+struct ResolvedConfig {
+  Params config;  // what the worker runs
+  json source;    // where each part of it came from, for the record
+  std::vector<std::string> warnings;
+};
+
 struct SweepUnit {
   const FamilyDesc* family = nullptr;
   Params problem;  // complete; "tokens" is set per point
+  // Set for a unit whose configs name what other units tune (the layer's "auto" stages): its
+  // points run after every other point of the sweep, once the tables those wrote are on disk,
+  // and each candidate runs with what this returns for them. `problem` has tokens; `dirs`
+  // are the table directories to look in, first first.
+  std::function<ResolvedConfig(const Params& problem, const Params& config, const DeviceInfo& dev,
+                               const std::vector<std::string>& dirs)>
+      resolve;
 };
 
 struct PlanPoint {
   int index = 0;  // in the full (unsharded) plan
+  int unit = 0;   // its SweepUnit
   const FamilyDesc* family = nullptr;
   Params problem;  // with tokens
   std::int64_t tokens = 0;
@@ -25,6 +43,9 @@ struct PlanPoint {
   std::string label;  // short, for progress lines
   std::vector<Candidate> candidates;
   std::string skip;  // why the point cannot run (the family rejects the problem); no candidates then
+  // Units with `resolve`: candidate key -> the explicit config it runs with. Filled by the
+  // runner when the tables the unit depends on are written; not part of the fingerprint.
+  std::map<std::string, ResolvedConfig> resolved;
 };
 
 struct Plan {

@@ -110,6 +110,13 @@ void Progress::point_finished(int dev, const std::string& point, const std::stri
   redraw(mode_ == ProgressMode::tty);
 }
 
+void Progress::warning(const std::string& text) {
+  if (mode_ != ProgressMode::quiet) return message(text);
+  std::lock_guard lock(mu_);
+  std::fprintf(stderr, "%s\n", text.c_str());
+  std::fflush(stderr);
+}
+
 void Progress::message(const std::string& text) {
   std::lock_guard lock(mu_);
   if (mode_ == ProgressMode::quiet) return;

@@ -27,6 +27,7 @@ class Progress {
   void point_finished(int dev, const std::string& point, const std::string& best, double best_us, int evaluated,
                       int total, int unvisited);
   void message(const std::string& text);  // a line above the live lines
+  void warning(const std::string& text);  // the same, but shown when quiet too: it may change what the results mean
   void event(const json& e);              // json mode only
   void finish();
   ProgressMode mode() const { return mode_; }

@@ -71,6 +71,9 @@ std::string markdown_summary(const json& results) {
       }
       const json& c = (*p)["chosen"];
       std::string cfg = c.value("config_key", "");
+      // The layer's "auto" stages as they ran: "auto" alone does not say what was timed.
+      if (c.contains("resolved_config") && c["resolved_config"].is_object())
+        cfg = "auto: " + params_from_json(c["resolved_config"], "resolved config").str();
       if (p->value("kept_default", false)) cfg += " (default kept: winner within noise)";
       else if (p->contains("default") && (*p)["default"].value("config_key", "") == c.value("config_key", "")) cfg += " (default)";
       md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {}/{} |\n", p->value("tokens", 0), cfg,

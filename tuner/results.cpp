@@ -72,6 +72,8 @@ json build_results(const JournalContents& jr, const json& meta) {
     r["problem_key"] = f.value("problem_key", "");
     r["config"] = f.value("config", json::object());
     r["config_key"] = f.value("config_key", "");
+    for (const char* k : {"resolved_config", "config_source"})
+      if (f.contains(k)) r[k] = f[k];
     r["is_default"] = f.value("is_default", false);
     r["status"] = a.status;
     if (!a.error.empty()) r["error"] = a.error;
@@ -121,8 +123,10 @@ json build_results(const JournalContents& jr, const json& meta) {
       return it == recs.end() ? nullptr : &it->second;
     };
     auto brief = [](const json& r) {
-      return json{{"config", r["config"]}, {"config_key", r["config_key"]}, {"median_us", r["stats"]["median_us"]},
-                  {"stats", r["stats"]}};
+      json b{{"config", r["config"]}, {"config_key", r["config_key"]}, {"median_us", r["stats"]["median_us"]},
+             {"stats", r["stats"]}};
+      if (r.contains("resolved_config")) b["resolved_config"] = r["resolved_config"];
+      return b;
     };
     const json *w = rec("winner"), *ru = rec("runner_up"), *d = rec("default");
     if (d) p["default"] = brief(*d);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <set>
@@ -29,6 +30,66 @@ std::string utc_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
+}
+
+json make_meta(SweepState& s, const JournalContents& jc, double wall_s);
+
+// The points of units with `resolve` (the layer) are timed with the configs the other points
+// chose. The first of them to start writes the other points' tables (the same writer as at
+// the end, from the journal, so resumed points count) into s.stage_tables and resolves every
+// dependent candidate against them, once, so every device thread runs the same configs.
+void resolve_dependent_points(SweepState& s) {
+  const SweepOptions& o = s.o;
+  const JournalContents jc = read_journal(s.journal->path());
+  json results = build_results(jc, make_meta(s, jc, s.elapsed()));
+  std::set<std::string> dependent;
+  for (std::size_t k = s.first_dependent; k < s.mine.size(); ++k) dependent.insert(s.plan.points[s.mine[k]].key);
+  json others = json::array();
+  for (auto& p : results["points"])
+    if (!dependent.count(p.value("point", ""))) others.push_back(p);
+  results["points"] = others;
+  write_tables(results, s.stage_tables);
+  std::vector<std::string> dirs = {s.stage_tables};
+  for (auto& d : runtime::default_table_dirs())
+    if (d != s.stage_tables) dirs.push_back(d);
+  std::set<std::string> warned;
+  for (std::size_t k = s.first_dependent; k < s.mine.size(); ++k) {
+    PlanPoint& pt = s.plan.points[s.mine[k]];
+    for (Candidate& c : pt.candidates) {
+      if (!c.invalid_reason.empty()) continue;
+      try {
+        ResolvedConfig r = o.units[pt.unit].resolve(pt.problem, c.config, s.dev, dirs);
+        for (auto& w : r.warnings)
+          if (warned.insert(w).second) s.progress->warning("moebench: warning: " + pt.family->name + ": " + w);
+        pt.resolved[c.key] = std::move(r);
+      } catch (const Error& e) {
+        c.invalid_reason = e.what();  // recorded as invalid, never run
+      }
+    }
+  }
+}
+
+// False when the sweep is interrupted while waiting.
+bool await_stage_tables(SweepState& s) {
+  std::unique_lock lock(s.phase_mu);
+  while (s.independent_left > 0) {
+    if (interrupts().load() > 0) return false;
+    s.phase_cv.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  if (interrupts().load() > 0) return false;  // also after a failed attempt: the error stops the sweep
+  if (!s.tables_ready) {
+    resolve_dependent_points(s);
+    s.tables_ready = true;
+  }
+  return true;
+}
+
+void independent_finished(SweepState& s) {
+  {
+    std::lock_guard lock(s.phase_mu);
+    --s.independent_left;
+  }
+  s.phase_cv.notify_all();
 }
 
 double point_budget(SweepState& s, int started) {
@@ -92,10 +153,17 @@ void device_loop(SweepState& s, int slot, int ordinal) {
   while (interrupts().load() == 0) {
     const std::size_t i = s.next.fetch_add(1);
     if (i >= s.mine.size()) break;
+    const bool dependent = i >= s.first_dependent;
+    if (dependent && !await_stage_tables(s)) break;
     PlanPoint& pt = s.plan.points[s.mine[i]];
     const int started = s.started.fetch_add(1);
+    // A point that ends (done, failed or skipped) lets the dependent points come closer.
+    auto ended = [&] {
+      if (!dependent) independent_finished(s);
+    };
     if (!pt.skip.empty()) {
       finish_point(s, slot, pt, nullptr, pt.skip);
+      ended();
       continue;
     }
     SearchOptions so;
@@ -112,10 +180,12 @@ void device_loop(SweepState& s, int slot, int ordinal) {
       break;
     } catch (const PointFailed& e) {
       finish_point(s, slot, pt, nullptr, e.why);
+      ended();
       continue;
     }
     if (r.interrupted) break;
     finish_point(s, slot, pt, &r, "");
+    ended();
   }
   w.stop();
 }
@@ -137,37 +207,45 @@ json make_meta(SweepState& s, const JournalContents& jc, double wall_s) {
   ::gethostname(host, sizeof host - 1);
   json tokens = json::array();
   for (auto t : o.tokens) tokens.push_back(t);
-  return {{"device", s.dev.name},
-          {"device_slug", runtime::device_slug(s.dev)},
-          {"backend", std::string(backend_name(o.backend))},
-          {"devices", o.devices},
-          {"threads", o.backend == Backend::cpu ? s.dev.threads : 0},
-          {"driver", cuda_driver_version()},
-          {"cuda_runtime", cuda_runtime_version()},
-          {"version", version_string()},
-          {"git", MOEBENCH_GIT},
-          {"command", o.command},
-          {"host", host},
-          {"written", utc_now()},
-          {"wall_s", wall_s},
-          {"resumed", o.resume},
-          {"seed", o.seed},
-          {"strategy", std::string(strategy_name(o.strategy))},
-          {"budget", o.budget.text},
-          {"space", o.space},
-          {"shard", std::to_string(o.shard.index) + "/" + std::to_string(o.shard.count)},
-          {"tokens", tokens},
-          {"dist", o.replay.empty() ? o.dist : o.replay},
-          {"rule", to_json(o.rule)},
-          {"watchdog_s", o.watchdog_s},
-          {"fingerprint", s.plan.fingerprint},
-          {"timer",
-           {{"mode", o.backend == Backend::cpu ? std::string("steady_clock") : std::string(timer_mode_name(o.timer))},
-            {"used", used},
-            {"notes", notes}}},
-          {"copy_bw_gbps", s.copy_bw},
-          {"skipped", skipped},
-          {"results_path", (fs::path(o.out_dir) / "results.json").string()}};
+  double copy_bw = 0;
+  {
+    std::lock_guard lock(s.mu);  // a device thread may still be probing when the stage tables are written
+    copy_bw = s.copy_bw;
+  }
+  json meta = {{"device", s.dev.name},
+               {"device_slug", runtime::device_slug(s.dev)},
+               {"backend", std::string(backend_name(o.backend))},
+               {"devices", o.devices},
+               {"threads", o.backend == Backend::cpu ? s.dev.threads : 0},
+               {"driver", cuda_driver_version()},
+               {"cuda_runtime", cuda_runtime_version()},
+               {"version", version_string()},
+               {"git", MOEBENCH_GIT},
+               {"command", o.command},
+               {"host", host},
+               {"written", utc_now()},
+               {"wall_s", wall_s},
+               {"resumed", o.resume},
+               {"seed", o.seed},
+               {"strategy", std::string(strategy_name(o.strategy))},
+               {"budget", o.budget.text},
+               {"space", o.space},
+               {"shard", std::to_string(o.shard.index) + "/" + std::to_string(o.shard.count)},
+               {"tokens", tokens},
+               {"dist", o.replay.empty() ? o.dist : o.replay},
+               {"rule", to_json(o.rule)},
+               {"watchdog_s", o.watchdog_s},
+               {"fingerprint", s.plan.fingerprint},
+               {"timer",
+                {{"mode", o.backend == Backend::cpu ? std::string("steady_clock") : std::string(timer_mode_name(o.timer))},
+                 {"used", used},
+                 {"notes", notes}}},
+               {"copy_bw_gbps", copy_bw},
+               {"skipped", skipped},
+               {"results_path", (fs::path(o.out_dir) / "results.json").string()}};
+  // Where the layer's stage configs came from (with --tables none, a folder of this sweep's own).
+  if (!s.stage_tables.empty()) meta["stage_tables"] = s.stage_tables;
+  return meta;
 }
 
 }  // namespace
@@ -214,6 +292,14 @@ SweepOutcome run_sweep(const SweepOptions& o) {
   }
   s.plan = make_plan(o.units, o.tokens, o.backend, s.dev, o.space);
   s.mine = shard_points(static_cast<int>(s.plan.points.size()), o.shard.index, o.shard.count);
+  {
+    const auto independent = [&](int i) { return !o.units[s.plan.points[i].unit].resolve; };
+    std::stable_partition(s.mine.begin(), s.mine.end(), independent);
+    s.first_dependent = static_cast<std::size_t>(std::count_if(s.mine.begin(), s.mine.end(), independent));
+    s.independent_left = s.first_dependent;
+    if (s.first_dependent < s.mine.size())
+      s.stage_tables = o.tables_dir.empty() ? (fs::path(o.out_dir) / "tables").string() : o.tables_dir;
+  }
 
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);

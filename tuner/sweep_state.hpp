@@ -3,6 +3,7 @@
 // what it already holds (the resume cache), progress, and the queue position.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <map>
@@ -24,6 +25,14 @@ struct SweepState {
   DeviceInfo dev;
   Plan plan;
   std::vector<int> mine;  // this shard's points, in queue order
+  // Points of units with `resolve` (the layer) come last in `mine`, from `first_dependent` on;
+  // they start once the others are finished and their tables are written to `stage_tables`.
+  std::size_t first_dependent = 0;
+  std::string stage_tables;
+  std::mutex phase_mu;
+  std::condition_variable phase_cv;
+  std::size_t independent_left = 0;  // guarded by phase_mu
+  bool tables_ready = false;         // guarded by phase_mu
   std::unique_ptr<JournalWriter> journal;
   // Journal lines by key: evals by (point, config, round), preps and points by point.
   std::map<std::string, json> cache_eval, cache_prep, cache_point;

@@ -154,6 +154,7 @@ void run(const Params& problem, const Params& c, const RefMap& in, const RefMap&
   g.slots = a.slots;
   g.K = static_cast<int>(s.K);
   g.row_bytes = row_bytes(s);
+  g.used_rows = a.offsets + s.local();  // written by the aligner above, on the same stream
   ScatterArgs by_token;
   by_token.dst = a.dst;
   by_token.T = s.T;

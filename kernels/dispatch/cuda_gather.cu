@@ -30,7 +30,7 @@ void gather(const GatherArgs& a, const ScatterArgs& by_token, int order, int thr
                 std::to_string(vec) + "-byte aligned: use a smaller vec");
   if (a.rows <= 0) return;  // nothing routed here: x_sorted is empty
   const Dev d{static_cast<const char*>(a.x), a.src, static_cast<char*>(a.x_sorted), a.rows, a.slots, a.K,
-              a.row_bytes};
+              a.row_bytes, a.used_rows};
   const auto s = static_cast<cudaStream_t>(stream);
   long long blocks = 0;
   if (rk) {

@@ -25,7 +25,15 @@ struct Dev {
   long long rows, slots;
   int K;
   long long row_bytes;
+  const int* used;  // offsets[local], or null: every row is in use
 };
+
+// Rows [0, in_use) are the output; clamped so that broken offsets never widen the buffer.
+__device__ __forceinline__ long long rows_in_use(const Dev& g) {
+  if (!g.used) return g.rows;
+  const long long u = *g.used;
+  return u < 0 ? 0 : (u < g.rows ? u : g.rows);
+}
 
 template <int THREADS, int VB, int UNROLL>
 __global__ void __launch_bounds__(THREADS) gather_kernel(Dev g, int rows_per_cta) {
@@ -33,7 +41,7 @@ __global__ void __launch_bounds__(THREADS) gather_kernel(Dev g, int rows_per_cta
   const int group = THREADS / rows_per_cta;
   const int lt = threadIdx.x % group;
   const long long r = static_cast<long long>(blockIdx.x) * rows_per_cta + threadIdx.x / group;
-  if (r >= g.rows) return;
+  if (r >= rows_in_use(g)) return;
   const long long units = g.row_bytes / VB;
   V* out = reinterpret_cast<V*>(g.xs + r * g.row_bytes);
   const int s = g.src[r];
@@ -78,7 +86,8 @@ __global__ void __launch_bounds__(THREADS) gather_by_token_kernel(Dev g, Tok tk,
   const long long units = g.row_bytes / VB;
   if (blockIdx.x >= tk.token_blocks) {  // the tail: zero the padding rows of a row range
     const long long r0 = (blockIdx.x - tk.token_blocks) * static_cast<long long>(kPadRowsPerBlock);
-    const long long r1 = r0 + kPadRowsPerBlock < g.rows ? r0 + kPadRowsPerBlock : g.rows;
+    const long long end = rows_in_use(g);
+    const long long r1 = r0 + kPadRowsPerBlock < end ? r0 + kPadRowsPerBlock : end;
     const V zero{};
     for (long long r = r0 + gi; r < r1; r += per_cta) {
       const int s = g.src[r];

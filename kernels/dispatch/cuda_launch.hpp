@@ -62,6 +62,10 @@ struct GatherArgs {
   std::int64_t rows = 0, slots = 0;    // src values outside [0, slots) give zero rows
   int K = 1;
   std::int64_t row_bytes = 0;
+  // offsets[local] on the device (optional): the rows in use. The layer sizes x_sorted for the
+  // worst case (only the device knows R), so rows from there on are left alone rather than
+  // zeroed; nothing reads them (gmm's tiles come from the offsets, combine goes through dst).
+  const std::int32_t* used_rows = nullptr;
 };
 
 inline constexpr int kGatherThreads[] = {128, 256, 512};

@@ -12,11 +12,10 @@
 #include "common/validate.hpp"
 #include "dispatch/family.hpp"
 #include "gmm/family.hpp"
+#include "layer/stage_configs.hpp"
 #include "layer/stages.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
-#include "runtime/lookup.hpp"
-#include "runtime/table.hpp"
 #include "router/family.hpp"
 
 namespace moe {
@@ -32,7 +31,7 @@ std::vector<ParamSpec> layer_config_params() {
     s.name = k;
     s.kind = ParamKind::Text;
     s.default_value = std::string("auto");
-    s.help = std::string("the ") + k + " stage's config as NAME=VALUE;NAME=VALUE (auto: the family default)";
+    s.help = std::string("the ") + k + " stage's config as NAME=VALUE;NAME=VALUE (auto: what runtime dispatch picks from the tuned tables)";
     v.push_back(s);
   }
   return v;
@@ -40,26 +39,6 @@ std::vector<ParamSpec> layer_config_params() {
 
 std::int64_t K_of(const Params& p) { return p.i("topk") + p.i("shared"); }
 std::int64_t Et_of(const Params& p) { return p.i("experts") + p.i("shared"); }
-
-// Stage config from the layer config's text: "auto" is what runtime dispatch picks from the
-// tuned tables (the family default with one warning when a table is missing), else
-// NAME=VALUE;... over the family default.
-Params stage_config(const FamilyDesc& f, Backend b, const Params& stage_problem, const std::string& text,
-                    const DeviceInfo& dev) {
-  const BackendImpl& impl = f.need_backend(b);
-  if (text == "auto") return runtime::choose_config(f, b, stage_problem, dev, runtime::default_table_dirs()).config;
-  Params c = impl.default_config(stage_problem, dev);
-  std::string commas = text;
-  std::replace(commas.begin(), commas.end(), ';', ',');
-  const Params given = parse_assignments(impl.config_params, commas, "layer stage " + f.name);
-  for (auto& [k, v] : given.values()) c.set(k, v);
-  return complete(impl.config_params, c, f.name + " config");
-}
-
-DeviceInfo device_of(Backend b, const LaunchContext& ctx) {
-  if (b == Backend::cuda) return cuda_device_info(cuda_current_device());
-  return cpu_device_info(ctx.threads);
-}
 
 // The intermediates between stages, sized for the worst-case row count.
 std::vector<TensorSpec> intermediates(const Params& L) {
@@ -75,20 +54,14 @@ std::vector<TensorSpec> intermediates(const Params& L) {
 constexpr std::size_t kAlign = 256;
 std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-std::size_t stage_workspace(const Params& L, Backend b, const Params& config, const DeviceInfo& dev) {
-  std::size_t ws = 0;
-  for (const Stage& s : layer_stages(L)) {
-    const BackendImpl& impl = family(s.family).need_backend(b);
-    if (impl.workspace_bytes)
-      ws = std::max(ws, impl.workspace_bytes(s.problem, stage_config(family(s.family), b, s.problem, config.s(s.name), dev)));
-  }
-  return ws;
-}
+// The device a call runs on, by what identifies it cheaply: the cache below is keyed by it,
+// so a call does not query device properties (or read /proc/cpuinfo) each time.
+int ordinal_of(Backend b) { return b == Backend::cuda ? cuda_current_device() : 0; }
 
 // Runs the five stages through their families' backends, intermediates carved from the workspace.
 void run_layer(Backend b, const Params& L, const Params& config, const RefMap& in, const RefMap& out,
                const LaunchContext& ctx) {
-  const DeviceInfo dev = device_of(b, ctx);
+  const auto resolved = cached_resolved_layer(b, L, config, ordinal_of(b), b == Backend::cpu ? ctx.threads : 0);
   auto* base = static_cast<std::byte*>(ctx.workspace);
   std::size_t used = 0;
   RefMap mid;
@@ -108,9 +81,9 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
   RefMap all = mid;
   for (auto& [k, v] : in) all[k] = v;
   all["out"] = need(out, "out");
-  for (const Stage& s : layer_stages(L)) {
+  for (std::size_t i = 0; i < resolved->stages.size(); ++i) {
+    const Stage& s = resolved->stages[i];
     const FamilyDesc& f = family(s.family);
-    const Params c = stage_config(f, b, s.problem, config.s(s.name), dev);
     RefMap si, so;
     for (auto& spec : f.input_specs(s.problem)) si[spec.name] = need(all, spec.name);
     if (s.name == "router") so = pick(all, {"weights", "ids"});
@@ -118,7 +91,7 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
     else if (s.name == "gmm_up") so = pick(all, {"h"});
     else if (s.name == "gmm_down") so = pick(all, {"y_sorted"});
     else so = pick(all, {"out"});
-    f.need_backend(b).run(s.problem, c, si, so, stage_ctx);
+    f.need_backend(b).run(s.problem, resolved->choices[i].config, si, so, stage_ctx);
   }
 }
 
@@ -137,8 +110,11 @@ BackendImpl layer_backend(Backend b) {
   impl.space = [](const Params&, const DeviceInfo&, bool) { return std::vector<Params>{auto_config()}; };
   impl.default_config = [](const Params&, const DeviceInfo&) { return auto_config(); };
   impl.invalid_reason = [b](const Params& L, const Params& c, const DeviceInfo& dev) -> std::string {
+    // Explicit stage texts are parsed and checked. "auto" is valid by construction (runtime
+    // dispatch only returns valid configs), so no table is read here: with no dirs it resolves
+    // quietly to the default, and checking a config prints no warning about a missing table.
     try {
-      for (const Stage& s : layer_stages(L)) stage_config(family(s.family), b, s.problem, c.s(s.name), dev);
+      resolve_layer(b, L, c, dev, {}, true);
     } catch (const Error& e) {
       return e.what();
     }
@@ -147,7 +123,7 @@ BackendImpl layer_backend(Backend b) {
   impl.workspace_bytes = [b](const Params& L, const Params& c) {
     std::size_t n = 0;
     for (const TensorSpec& s : intermediates(L)) n += round_up(static_cast<std::size_t>(numel(s.shape)) * dtype_size(s.dtype));
-    return n + stage_workspace(L, b, c, b == Backend::cuda ? cuda_device_info(cuda_current_device()) : cpu_device_info());
+    return n + cached_resolved_layer(b, L, c, ordinal_of(b), 0)->stage_workspace;
   };
   impl.run = [b](const Params& L, const Params& c, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
     run_layer(b, L, c, in, out, ctx);

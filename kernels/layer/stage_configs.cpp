@@ -1,0 +1,122 @@
+#include "layer/stage_configs.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <tuple>
+
+#include "moe/cuda_device.hpp"
+#include "moe/error.hpp"
+#include "runtime/lookup.hpp"
+#include "runtime/table.hpp"
+
+namespace moe {
+
+namespace {
+
+StageChoice explicit_choice(const FamilyDesc& f, const BackendImpl& impl, const Stage& s, const std::string& text,
+                            const DeviceInfo& dev) {
+  // Every message names the stage: the layer config has five texts to look through.
+  const std::string what = "layer stage " + s.name + " (" + f.name + ")";
+  StageChoice ch;
+  ch.how = "explicit";
+  try {
+    Params c = impl.default_config(s.problem, dev);
+    std::string commas = text;
+    std::replace(commas.begin(), commas.end(), ';', ',');
+    const Params given = parse_assignments(impl.config_params, commas, what);
+    for (auto& [k, v] : given.values()) c.set(k, v);
+    ch.config = complete(impl.config_params, c, what + " config");
+    // Checked here, not at the first launch: an invalid stage config makes the layer config invalid.
+    if (impl.invalid_reason)
+      if (std::string why = impl.invalid_reason(s.problem, ch.config, dev); !why.empty()) throw Error(why);
+  } catch (const Error& e) {
+    throw Error(what + " config '" + text + "': " + e.what());
+  }
+  return ch;
+}
+
+// The cache key, compared field by field so that a lookup builds no string.
+struct Key {
+  Backend b;
+  int ordinal, threads;
+  Params problem, config;
+  std::string dirs_env;
+};
+struct KeyView {
+  Backend b;
+  int ordinal, threads;
+  const Params& problem;
+  const Params& config;
+  std::string_view dirs_env;
+};
+auto fields(const Key& k) { return std::tie(k.b, k.ordinal, k.threads, k.problem, k.config); }
+auto fields(const KeyView& k) { return std::tie(k.b, k.ordinal, k.threads, k.problem, k.config); }
+struct KeyLess {
+  using is_transparent = void;
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    if (fields(a) < fields(b)) return true;
+    if (fields(b) < fields(a)) return false;
+    return std::string_view(a.dirs_env) < std::string_view(b.dirs_env);
+  }
+};
+
+}  // namespace
+
+ResolvedLayer resolve_layer(Backend b, const Params& L, const Params& config, const DeviceInfo& dev,
+                            const std::vector<std::string>& dirs, bool quiet) {
+  ResolvedLayer r;
+  r.stages = layer_stages(L);
+  for (const Stage& s : r.stages) {
+    const FamilyDesc& f = family(s.family);
+    const BackendImpl& impl = f.need_backend(b);
+    const std::string& text = config.s(s.name);
+    StageChoice ch;
+    if (text == "auto") {
+      runtime::Choice c = runtime::choose_config(f, b, s.problem, dev, dirs, quiet);
+      ch.config = std::move(c.config);
+      ch.how = std::string(runtime::match_name(c.how));
+      ch.table = std::move(c.table);
+      ch.key = c.key;
+      ch.warning = std::move(c.warning);
+    } else {
+      ch = explicit_choice(f, impl, s, text, dev);
+    }
+    if (impl.workspace_bytes) r.stage_workspace = std::max(r.stage_workspace, impl.workspace_bytes(s.problem, ch.config));
+    r.choices.push_back(std::move(ch));
+  }
+  return r;
+}
+
+std::shared_ptr<const ResolvedLayer> cached_resolved_layer(Backend b, const Params& L, const Params& config, int ordinal,
+                                                           int threads) {
+  // Bounded so that a process serving many token counts does not grow without end; a cleared
+  // entry stays alive for whoever holds it.
+  constexpr std::size_t kMaxEntries = 256;
+  static std::mutex mu;
+  static std::map<Key, std::shared_ptr<const ResolvedLayer>, KeyLess> cache;
+  const char* env = std::getenv("MOEBENCH_CONFIG_DIR");
+  const KeyView view{b, ordinal, threads, L, config, env ? std::string_view(env) : std::string_view()};
+  {
+    std::lock_guard lock(mu);
+    if (auto it = cache.find(view); it != cache.end()) return it->second;
+  }
+  // Resolved outside the lock: a first call reads tables, and other problems need not wait for it.
+  const DeviceInfo dev = b == Backend::cuda ? cuda_device_info(ordinal) : cpu_device_info(threads);
+  auto resolved = std::make_shared<const ResolvedLayer>(resolve_layer(b, L, config, dev, runtime::default_table_dirs(), false));
+  std::lock_guard lock(mu);
+  if (cache.size() >= kMaxEntries) cache.clear();
+  // Two threads may both have resolved it; the first one stored wins, so every caller shares one.
+  return cache.emplace(Key{b, ordinal, threads, L, config, std::string(view.dirs_env)}, std::move(resolved)).first->second;
+}
+
+std::string stage_config_text(const Params& config) {
+  std::string t = config.str();
+  std::replace(t.begin(), t.end(), ',', ';');
+  return t;
+}
+
+}  // namespace moe
