@@ -4,6 +4,7 @@
 // check. The inputs carry NaN in every row a skipped slot points at, so a kernel that
 // multiplies instead of selecting fails here too. tests/gpu/dispatch_combine_gpu_test.cpp
 // checks the real thing.
+#include "described_devices.hpp"
 #include "simt_cuda.hpp"  // first: the kernel header below compiles against its CUDA names
 #include <gtest/gtest.h>
 
@@ -17,16 +18,8 @@
 namespace {
 
 using namespace moe;
+using moe::testing::described_h100;
 namespace cd = moe::combine_cuda::detail;
-
-DeviceInfo h100() {
-  DeviceInfo d;
-  d.backend = Backend::cuda;
-  d.sm_count = 132;
-  d.cc_major = 9;
-  d.smem_optin = 227 * 1024;
-  return d;
-}
 
 // The instantiation cuda_{bf16,f16,f32}.cu would launch for this problem and config.
 cd::Kernel pick(const CombineSpec& s, const combine_cuda::Config& c) {
@@ -100,7 +93,7 @@ std::string check_space(const Params& pr, std::uint64_t seed) {
   o.seed = seed;
   const tuner::Prepared p = tuner::prepare(combine_family(), full, o);
   std::string fails;
-  const auto configs = combine_family().need_backend(Backend::cuda).space(full, h100(), true);
+  const auto configs = combine_family().need_backend(Backend::cuda).space(full, described_h100(), true);
   if (configs.empty()) return full.str() + ": empty space\n";
   std::uint32_t run = 0;
   for (const Params& c : configs) fails += check(p, c, ++run);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "described_devices.hpp"
 #include "combine/backends.hpp"
 #include "combine/family.hpp"
 #include "common/routing_gen.hpp"
@@ -20,6 +21,7 @@
 namespace {
 
 using namespace moe;
+using moe::testing::described_h100;
 
 Params problem(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t S, std::int64_t D,
                const std::string& dtype = "bf16", const std::string& layout = "ragged",
@@ -315,15 +317,6 @@ TEST(Combine, CpuRmsnormRejectsSplitRows) {
                Error);
 }
 
-DeviceInfo h100() {
-  DeviceInfo d;
-  d.backend = Backend::cuda;
-  d.sm_count = 132;
-  d.cc_major = 9;
-  d.smem_optin = 227 * 1024;
-  return d;
-}
-
 TEST(Combine, CudaSpaceIsValid) {
   const BackendImpl& cuda = combine_family().need_backend(Backend::cuda);
   const auto& params = combine_family().problem_params;
@@ -331,19 +324,19 @@ TEST(Combine, CudaSpaceIsValid) {
     for (const char* ep : {"none", "rmsnorm"}) {
       const Params p = complete(params, Params(base).set("tokens", std::int64_t{64}).set("epilogue", std::string(ep)), "t");
       for (bool full : {false, true}) {
-        const auto space = cuda.space(p, h100(), full);
+        const auto space = cuda.space(p, described_h100(), full);
         ASSERT_FALSE(space.empty()) << name;
-        for (auto& c : space) EXPECT_EQ(cuda.invalid_reason(p, c, h100()), "") << name << " " << c.str();
+        for (auto& c : space) EXPECT_EQ(cuda.invalid_reason(p, c, described_h100()), "") << name << " " << c.str();
       }
-      EXPECT_EQ(tuner::complete_config(combine_family(), Backend::cuda, p, {}, h100()).i("vec"), 16) << name;
+      EXPECT_EQ(tuner::complete_config(combine_family(), Backend::cuda, p, {}, described_h100()).i("vec"), 16) << name;
     }
   // gpt-oss D=2880 bf16: 8-element vectors divide it; D=7 f16 only scalar loads; f32 never 2 bytes.
   const Params odd = complete(params, problem(3, 8, 2, 0, 7, "f16"), "t");
-  for (auto& c : cuda.space(odd, h100(), true)) EXPECT_EQ(c.i("vec"), 2);
+  for (auto& c : cuda.space(odd, described_h100(), true)) EXPECT_EQ(c.i("vec"), 2);
   const Params f32 = complete(params, problem(3, 8, 2, 0, 6, "f32"), "t");
-  for (auto& c : cuda.space(f32, h100(), true)) EXPECT_TRUE(c.i("vec") == 8 || c.i("vec") == 4) << c.str();
+  for (auto& c : cuda.space(f32, described_h100(), true)) EXPECT_TRUE(c.i("vec") == 8 || c.i("vec") == 4) << c.str();
   EXPECT_NE(cuda.invalid_reason(f32, Params{{"threads", std::int64_t{128}}, {"tokens_per_cta", std::int64_t{8}},
-                                            {"vec", std::int64_t{8}}}, h100()), "");
+                                            {"vec", std::int64_t{8}}}, described_h100()), "");
 }
 
 }  // namespace

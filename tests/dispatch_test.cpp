@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "described_devices.hpp"
 #include "common/routing_gen.hpp"
 #include "dispatch/backends.hpp"
 #include "dispatch/cuda_launch.hpp"
@@ -22,6 +23,7 @@
 namespace {
 
 using namespace moe;
+using moe::testing::described_h100;
 
 Params problem(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t S, std::int64_t D,
                const std::string& dtype = "bf16", std::int64_t A = 16) {
@@ -276,43 +278,32 @@ TEST(Dispatch, CpuIsDeterministicAcrossThreadCounts) {
     EXPECT_EQ(0, std::memcmp(t.raw(), b.outputs.at(name).raw(), t.nbytes())) << name;
 }
 
-// The cuda space is plain host logic: check it here, on a made-up H100.
-DeviceInfo h100() {
-  DeviceInfo d;
-  d.backend = Backend::cuda;
-  d.name = "NVIDIA H100 (test)";
-  d.sm_count = 132;
-  d.cc_major = 9;
-  d.smem_optin = 227 * 1024;
-  return d;
-}
-
 TEST(Dispatch, CudaSpaceIsValidAndRespectsLimits) {
   const BackendImpl& cuda = dispatch_family().need_backend(Backend::cuda);
   for (auto& m : presets())
     for (std::int64_t T : {1, 64, 4096, 16384}) {
       Params p = complete(dispatch_family().problem_params, Params(m.p).set("tokens", T), "t");
       for (bool full : {false, true}) {
-        const auto space = cuda.space(p, h100(), full);
+        const auto space = cuda.space(p, described_h100(), full);
         ASSERT_FALSE(space.empty()) << m.name;
         for (auto& c : space) {
-          EXPECT_EQ(cuda.invalid_reason(p, c, h100()), "") << m.name << " " << c.str();
+          EXPECT_EQ(cuda.invalid_reason(p, c, described_h100()), "") << m.name << " " << c.str();
           if (c.s("aligner") == "single") EXPECT_LE(T * (m.p.i("topk") + m.p.i("shared")), dispatch_cuda::kSingleMaxSlots);
         }
       }
-      const Params def = tuner::complete_config(dispatch_family(), Backend::cuda, p, {}, h100());
+      const Params def = tuner::complete_config(dispatch_family(), Backend::cuda, p, {}, described_h100());
       EXPECT_EQ(def.s("aligner"), T <= 256 ? "single" : "multi") << m.name << " T=" << T;
       EXPECT_EQ(def.i("vec"), 16);
     }
   // Rows of 14 bytes (f16, D=7) take only 2-byte vectors.
   const Params odd = complete(dispatch_family().problem_params, problem(5, 8, 2, 0, 7, "f16"), "t");
-  for (auto& c : cuda.space(odd, h100(), true)) EXPECT_EQ(c.i("vec"), 2);
-  Params bad = cuda.default_config(odd, h100());
-  EXPECT_NE(cuda.invalid_reason(odd, bad.set("vec", std::int64_t{16}), h100()), "");
+  for (auto& c : cuda.space(odd, described_h100(), true)) EXPECT_EQ(c.i("vec"), 2);
+  Params bad = cuda.default_config(odd, described_h100());
+  EXPECT_NE(cuda.invalid_reason(odd, bad.set("vec", std::int64_t{16}), described_h100()), "");
   // Thousands of local experts: the single-CTA aligner no longer fits in shared memory.
   const Params wide = complete(dispatch_family().problem_params, problem(4, 4096, 8, 16, 256), "t");
-  for (auto& c : cuda.space(wide, h100(), true)) EXPECT_EQ(c.s("aligner"), "multi");
-  EXPECT_GT(cuda.workspace_bytes(wide, cuda.default_config(wide, h100())), 0u);
+  for (auto& c : cuda.space(wide, described_h100(), true)) EXPECT_EQ(c.s("aligner"), "multi");
+  EXPECT_GT(cuda.workspace_bytes(wide, cuda.default_config(wide, described_h100())), 0u);
 }
 
 }  // namespace

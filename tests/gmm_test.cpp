@@ -10,6 +10,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "described_devices.hpp"
 #include "gmm/cuda_configs.hpp"
 #include "gmm/detail.hpp"
 #include "gmm/family.hpp"
@@ -20,6 +21,7 @@
 namespace moe {
 namespace {
 
+using testing::described_h100;
 using tuner::prepare;
 using tuner::Prepared;
 using tuner::run_cpu;
@@ -348,19 +350,9 @@ TEST(GmmReference, LargeProblemsSampleRows) {
 
 // ---- the cuda backend's description (no GPU needed)
 
-DeviceInfo fake_h100() {
-  DeviceInfo d;
-  d.backend = Backend::cuda;
-  d.name = "NVIDIA H100 80GB HBM3 (described)";
-  d.sm_count = 132;
-  d.cc_major = 9;
-  d.smem_optin = 232448;
-  return d;
-}
-
 TEST(GmmCudaSpace, DefaultsAndSpacesAreValidForEveryPreset) {
   const BackendImpl& cu = F().need_backend(Backend::cuda);
-  const auto dev = fake_h100();
+  const auto dev = described_h100();
   for (const auto& name : kPresets)
     for (std::int64_t T : {1, 16, 128, 1024, 16384})
       for (const char* stage : {"up", "down"})
@@ -388,7 +380,7 @@ TEST(GmmCudaSpace, DefaultsAndSpacesAreValidForEveryPreset) {
 
 TEST(GmmCudaSpace, InvalidConfigsAreExplained) {
   const BackendImpl& cu = F().need_backend(Backend::cuda);
-  const auto dev = fake_h100();
+  const auto dev = described_h100();
   const Params pr = complete(F().problem_params, problem(16, 64, 6, 2, 2048, 1408, 16), "gmm");
   auto reason = [&](const Params& p, const gmm::cuda::Config& c) {
     return cu.invalid_reason(p, gmm::cuda::config_params(c), dev);
@@ -427,7 +419,7 @@ TEST(GmmCudaSpace, EveryBuiltShapeIsSane) {
     ASSERT_NE(t.down_bf16, nullptr);
     EXPECT_EQ(t.up_f16 == nullptr, t.down_f16 == nullptr);
     f16 += t.up_f16 ? 1 : 0;
-    EXPECT_LE(gmm::cuda::smem_bytes(t.shape, 385), fake_h100().smem_optin);
+    EXPECT_LE(gmm::cuda::smem_bytes(t.shape, 385), described_h100().smem_optin);
     for (auto& u : gmm::cuda::tiles()) EXPECT_TRUE(&t == &u || !(t.shape == u.shape));
   }
   EXPECT_GE(gmm::cuda::tiles().size(), 12u);

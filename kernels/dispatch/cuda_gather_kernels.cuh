@@ -35,6 +35,16 @@ __device__ __forceinline__ long long rows_in_use(const Dev& g) {
   return u < 0 ? 0 : (u < g.rows ? u : g.rows);
 }
 
+// This thread's vectors c, c+group, ... (UNROLL of them, those below units), loads in flight together.
+template <class V, int UNROLL>
+__device__ __forceinline__ void load_run(const V* in, long long c, int group, long long units, V (&v)[UNROLL]) {
+#pragma unroll
+  for (int u = 0; u < UNROLL; ++u) {
+    const long long i = c + static_cast<long long>(u) * group;
+    if (i < units) v[u] = __ldg(in + i);
+  }
+}
+
 template <int THREADS, int VB, int UNROLL>
 __global__ void __launch_bounds__(THREADS) gather_kernel(Dev g, int rows_per_cta) {
   using V = typename VecOf<VB>::type;
@@ -53,11 +63,7 @@ __global__ void __launch_bounds__(THREADS) gather_kernel(Dev g, int rows_per_cta
   const V* in = reinterpret_cast<const V*>(g.x + static_cast<long long>(s / g.K) * g.row_bytes);
   for (long long c = lt; c < units; c += static_cast<long long>(group) * UNROLL) {
     V v[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const long long i = c + static_cast<long long>(u) * group;
-      if (i < units) v[u] = __ldg(in + i);
-    }
+    load_run(in, c, group, units, v);
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       const long long i = c + static_cast<long long>(u) * group;
@@ -118,11 +124,7 @@ __global__ void __launch_bounds__(THREADS) gather_by_token_kernel(Dev g, Tok tk,
   const V* in = reinterpret_cast<const V*>(g.x + t * g.row_bytes);
   for (long long c = lt; c < units; c += static_cast<long long>(group) * UNROLL) {
     V v[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const long long i = c + static_cast<long long>(u) * group;
-      if (i < units) v[u] = __ldg(in + i);
-    }
+    load_run(in, c, group, units, v);
     for (int k = 0; k < n; ++k) {
       V* out = reinterpret_cast<V*>(g.xs + static_cast<long long>(rows[k]) * g.row_bytes);
 #pragma unroll
