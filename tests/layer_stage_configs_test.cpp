@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "temp_dirs.hpp"
 #include "layer/stage_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
@@ -39,12 +40,7 @@ moe::Params all_auto() {
   return c;
 }
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("moebench-stagecfg-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return moe::testing::fresh_temp_dir("stagecfg-" + name); }
 
 // A one-entry table for `stage`'s problem at `tokens`, in the layout runtime dispatch reads.
 void write_table(const fs::path& dir, const moe::Stage& stage, std::int64_t tokens, const moe::Params& config) {

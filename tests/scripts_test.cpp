@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "temp_dirs.hpp"
 #include "moe/cuda_device.hpp"
 #include "tuner/json_io.hpp"
 #include "tuner/results.hpp"
@@ -46,12 +47,7 @@ Proc sh(const std::string& cmd) {
   return r;
 }
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("moebench-scripts-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return moe::testing::fresh_temp_dir("scripts-" + name); }
 
 bool have_matplotlib() {
   static const bool ok = sh("python3 -c 'import matplotlib'").code == 0;

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "temp_dirs.hpp"
 #include "common/rng.hpp"
 #include "io/npy.hpp"
 #include "moe/family.hpp"
@@ -31,12 +32,7 @@ bool router_ready() {
 #define NEED_ROUTER()                                                                         \
   if (!router_ready()) GTEST_SKIP() << "the router family has no cpu backend in this build"
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("moebench-cli-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return moe::testing::fresh_temp_dir("cli-" + name); }
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);

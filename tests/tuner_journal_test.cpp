@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "temp_dirs.hpp"
 #include "moe/error.hpp"
 #include "tuner/journal.hpp"
 
@@ -12,12 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("moebench-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return moe::testing::fresh_temp_dir(name); }
 
 json header() {
   return {{"type", "header"}, {"schema", kJournalSchema}, {"device", "cpu: test"}, {"backend", "cpu"},

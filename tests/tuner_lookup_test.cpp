@@ -5,6 +5,7 @@
 #include <fstream>
 #include <thread>
 
+#include "temp_dirs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "runtime/lookup.hpp"
@@ -16,12 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("moebench-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return moe::testing::fresh_temp_dir(name); }
 
 Params problem(std::int64_t tokens) {
   return complete(moe::testing::scale_family().problem_params, Params{{"width", std::int64_t{64}}, {"tokens", tokens}}, "scale");

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "temp_dirs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "runtime/lookup.hpp"
@@ -25,12 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("moebench-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return moe::testing::fresh_temp_dir(name); }
 
 moe::Params scale_problem(std::int64_t width, std::int64_t faults = 0) {
   return moe::complete(moe::testing::scale_family().problem_params, moe::Params{{"width", width}, {"faults", faults}},

@@ -13,25 +13,6 @@ namespace moe::testing {
 
 namespace {
 
-ParamSpec int_param(const char* name, std::int64_t def, std::int64_t lo, std::int64_t hi) {
-  ParamSpec s;
-  s.name = name;
-  s.kind = ParamKind::Int;
-  s.default_value = def;
-  s.min = lo;
-  s.max = hi;
-  return s;
-}
-
-ParamSpec choice_param(const char* name, const char* def, std::vector<std::string> c) {
-  ParamSpec s;
-  s.name = name;
-  s.kind = ParamKind::Choice;
-  s.default_value = std::string(def);
-  s.choices = std::move(c);
-  return s;
-}
-
 void run_cpu(const Params& problem, const Params& config, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
   const std::int64_t T = problem.i("tokens"), W = problem.i("width"), tile = config.i("tile");
   const double alpha = problem.f("alpha");
@@ -59,8 +40,10 @@ const FamilyDesc& scale_family() {
     FamilyDesc f;
     f.name = "scale";
     f.summary = "test family: out = x * alpha";
-    f.problem_params = {int_param("tokens", 64, 1, 1 << 20), choice_param("dtype", "f32", {"f32"}),
-                        int_param("width", 64, 1, 1 << 16), int_param("faults", 0, 0, 1)};
+    f.problem_params = {int_param("tokens", 64, 1, 1 << 20, "rows"),
+                        choice_param("dtype", "f32", {"f32"}, "element type"),
+                        int_param("width", 64, 1, 1 << 16, "columns"),
+                        int_param("faults", 0, 0, 1, "1: the space holds misbehaving configs")};
     ParamSpec alpha;
     alpha.name = "alpha";
     alpha.kind = ParamKind::Float;
@@ -96,8 +79,9 @@ const FamilyDesc& scale_family() {
     };
     BackendImpl cpu;
     cpu.backend = Backend::cpu;
-    cpu.config_params = {int_param("tile", 16, 1, 4096),
-                         choice_param("behave", "normal", {"normal", "abort", "hang", "throw", "wrong", "slow"})};
+    cpu.config_params = {int_param("tile", 16, 1, 4096, "rows per task"),
+                         choice_param("behave", "normal", {"normal", "abort", "hang", "throw", "wrong", "slow"},
+                                      "how the candidate misbehaves, if at all")};
     cpu.space = [](const Params& p, const DeviceInfo&, bool full) {
       std::vector<Params> s;
       for (std::int64_t t : {4, 16, 64, 256}) s.push_back(Params{{"tile", t}, {"behave", std::string("normal")}});

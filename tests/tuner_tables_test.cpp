@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "temp_dirs.hpp"
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
 #include "tuner/report.hpp"
@@ -15,12 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("moebench-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir(const std::string& name) { return moe::testing::fresh_temp_dir(name); }
 
 std::vector<double> around(double m, double spread, int n = 40) {
   std::vector<double> v;

@@ -45,25 +45,6 @@ __global__ void spin_kernel() {
 
 __global__ void fault_kernel(float* bad) { bad[threadIdx.x] = 1.0f; }
 
-ParamSpec int_param(const char* name, std::int64_t def, std::int64_t lo, std::int64_t hi) {
-  ParamSpec s;
-  s.name = name;
-  s.kind = ParamKind::Int;
-  s.default_value = def;
-  s.min = lo;
-  s.max = hi;
-  return s;
-}
-
-ParamSpec choice_param(const char* name, const char* def, std::vector<std::string> c) {
-  ParamSpec s;
-  s.name = name;
-  s.kind = ParamKind::Choice;
-  s.default_value = std::string(def);
-  s.choices = std::move(c);
-  return s;
-}
-
 void run_cuda(const Params& p, const Params& c, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
   auto stream = static_cast<cudaStream_t>(ctx.stream);
   const long long n = p.i("tokens") * p.i("width");
@@ -96,8 +77,9 @@ const FamilyDesc& gscale_family() {
     alpha.name = "alpha";
     alpha.kind = ParamKind::Float;
     alpha.default_value = 0.75;
-    f.problem_params = {int_param("tokens", 64, 1, 1 << 20), choice_param("dtype", "f32", {"f32"}),
-                        int_param("width", 1024, 1, 1 << 20), alpha};
+    f.problem_params = {int_param("tokens", 64, 1, 1 << 20, "rows"),
+                        choice_param("dtype", "f32", {"f32"}, "element type"),
+                        int_param("width", 1024, 1, 1 << 20, "columns"), alpha};
     f.input_specs = [](const Params& p) {
       return std::vector<TensorSpec>{{"x", DType::f32, {p.i("tokens"), p.i("width")}, ""}};
     };
@@ -124,11 +106,13 @@ const FamilyDesc& gscale_family() {
     };
     BackendImpl b;
     b.backend = Backend::cuda;
-    b.config_params = {int_param("block", 256, 32, 1024),
-                       choice_param("behave", "normal", {"normal", "two", "illegal", "spin", "sync"})};
+    b.config_params = {int_param("block", 256, 32, 1024, "threads per block"),
+                       choice_param("behave", "normal", {"normal", "two", "illegal", "spin", "sync"},
+                                    "how the candidate misbehaves, if at all")};
     b.space = [](const Params&, const DeviceInfo&, bool) {
       std::vector<Params> s;
-      for (std::int64_t blk : {64, 128, 256, 512}) s.push_back(Params{{"block", blk}, {"behave", std::string("normal")}});
+      for (std::int64_t blk : {64, 128, 256, 512})
+        s.push_back(Params{{"block", blk}, {"behave", std::string("normal")}});
       return s;
     };
     b.default_config = [](const Params&, const DeviceInfo&) {
