@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "prepared_problems.hpp"
 #include "described_devices.hpp"
 #include "combine/backends.hpp"
 #include "combine/family.hpp"
@@ -47,24 +48,11 @@ std::vector<std::pair<std::string, Params>> presets() {
 DeviceInfo cpu_dev() { return cpu_device_info(3); }
 
 tuner::Prepared prep(const Params& p, TensorMap given = {}, const std::string& dist = "uniform", std::uint64_t seed = 1) {
-  InputOptions opt;
-  opt.dist = dist;
-  opt.seed = seed;
-  return tuner::prepare(combine_family(), p, opt, std::move(given));
+  return moe::testing::prepare_seeded(combine_family(), p, std::move(given), dist, seed);
 }
 
-tuner::Prepared prep_raw(const Params& p, TensorMap inputs) {
-  const FamilyDesc& f = combine_family();
-  tuner::Prepared r;
-  r.family = &f;
-  r.problem = complete(f.problem_params, p, "combine");
-  r.inputs = std::move(inputs);
-  r.output_specs = f.output_specs(r.problem, r.inputs);
-  r.reference = allocate(r.output_specs);
-  f.reference(r.problem, r.inputs, r.reference);
-  r.cost = f.cost(r.problem, r.inputs);
-  return r;
-}
+// Kernel-level tests feed inputs the family would refuse.
+tuner::Prepared prep_raw(const Params& p, TensorMap inputs) { return moe::testing::prepare_raw(combine_family(), p, std::move(inputs)); }
 
 bool all_finite(const Tensor& t) {
   for (std::int64_t i = 0; i < t.numel(); ++i)

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "prepared_problems.hpp"
 #include "described_devices.hpp"
 #include "common/routing_gen.hpp"
 #include "dispatch/backends.hpp"
@@ -63,25 +64,11 @@ void expect_all_cpu_configs(const tuner::Prepared& p, const std::string& what) {
 }
 
 tuner::Prepared prep(const Params& p, TensorMap given = {}, const std::string& dist = "uniform", std::uint64_t seed = 1) {
-  InputOptions opt;
-  opt.dist = dist;
-  opt.seed = seed;
-  return tuner::prepare(dispatch_family(), p, opt, std::move(given));
+  return moe::testing::prepare_seeded(dispatch_family(), p, std::move(given), dist, seed);
 }
 
-// What prepare does, minus make_inputs: kernel-level tests feed ids the family would refuse.
-tuner::Prepared prep_raw(const Params& p, TensorMap inputs) {
-  const FamilyDesc& f = dispatch_family();
-  tuner::Prepared r;
-  r.family = &f;
-  r.problem = complete(f.problem_params, p, "dispatch");
-  r.inputs = std::move(inputs);
-  r.output_specs = f.output_specs(r.problem, r.inputs);
-  r.reference = allocate(r.output_specs);
-  f.reference(r.problem, r.inputs, r.reference);
-  r.cost = f.cost(r.problem, r.inputs);
-  return r;
-}
+// Kernel-level tests feed inputs the family would refuse.
+tuner::Prepared prep_raw(const Params& p, TensorMap inputs) { return moe::testing::prepare_raw(dispatch_family(), p, std::move(inputs)); }
 
 Tensor ids_tensor(std::int64_t T, std::int64_t K, std::vector<std::int32_t> v) {
   Tensor t(DType::i32, {T, K});

@@ -21,6 +21,7 @@
 #include "moe/dtype.hpp"
 #include "moe/error.hpp"
 #include "moe/family.hpp"
+#include "gmm_problems.hpp"
 #include "simt_emulator.hpp"
 #include "tuner/harness.hpp"
 
@@ -187,6 +188,7 @@ namespace moe {
 namespace {
 
 using gmm::cuda::KernelArgs;
+using testing::gmm_problem;
 using gmm::cuda::TileShape;
 
 struct Emulated {
@@ -265,12 +267,6 @@ std::string run_emulated(const tuner::Prepared& p, const Emulated& k, int split,
   return run_grid(256, 0, 3, 11, [&] { fin(a); });
 }
 
-Params problem(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t S, std::int64_t D, std::int64_t I,
-               std::int64_t A, const std::string& stage, const std::string& dtype = "bf16") {
-  return Params{{"tokens", T}, {"experts", E},      {"topk", k},  {"shared", S},       {"hidden", D},
-                {"intermediate", I}, {"align", A}, {"stage", stage}, {"dtype", dtype}};
-}
-
 Tensor i32_tensor(std::vector<std::int32_t> v) {
   Tensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
   for (std::size_t i = 0; i < v.size(); ++i) t.data<std::int32_t>()[i] = v[i];
@@ -307,7 +303,7 @@ TEST(GmmEmulation, EveryShapeBothStagesWithTails) {
   for (const char* stage : {"up", "down"}) {
     TensorMap given;
     given["offsets"] = i32_tensor({0, 0, 1, 1, 37});
-    Params pr = problem(8, 4, 2, 0, 72, 40, 1, stage);
+    Params pr = gmm_problem(8, 4, 2, 0, 72, 40, 1, stage);
     if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
     const auto p = prep(pr, given);
     std::string fails;
@@ -320,7 +316,7 @@ TEST(GmmEmulation, SplitKAndPersistentCtas) {
   // K = 160: three BK=64 slices (the last partial), five BK=32 ones; splits that divide them
   // unevenly, and grids of 1 and 3 CTAs walking every tile.
   for (const char* stage : {"up", "down"}) {
-    Params pr = problem(24, 6, 2, 1, 160, 160, 4, stage);
+    Params pr = gmm_problem(24, 6, 2, 1, 160, 160, 4, stage);
     const auto p = prep(pr, {}, 3);
     std::string fails;
     for (std::size_t i : {0u, 3u, 8u}) {
@@ -336,7 +332,7 @@ TEST(GmmEmulation, ManyExpertsTileMapAndF16) {
   // 70 local experts (the warp scan gives each lane three), most empty; f16 on the shapes built for it.
   for (const char* stage : {"up", "down"})
     for (const char* dt : {"bf16", "f16"}) {
-      Params pr = problem(5, 64, 4, 6, 64, 48, 8, stage, dt);
+      Params pr = gmm_problem(5, 64, 4, 6, 64, 48, 8, stage, dt);
       const auto p = prep(pr, {}, 5);
       std::string fails;
       for (std::size_t i : {0u, 5u, 13u}) fails += check(p, shapes()[i], 1, 4);

@@ -10,6 +10,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "gmm_problems.hpp"
 #include "described_devices.hpp"
 #include "gmm/cuda_configs.hpp"
 #include "gmm/detail.hpp"
@@ -22,40 +23,16 @@ namespace moe {
 namespace {
 
 using testing::described_h100;
+using testing::gmm_preset;
+using testing::gmm_problem;
+using testing::kPresets;
+using testing::seeded;
 using tuner::prepare;
 using tuner::Prepared;
 using tuner::run_cpu;
 
 const FamilyDesc& F() { return gmm_family(); }
 const BackendImpl& cpu() { return F().need_backend(Backend::cpu); }
-
-Params problem(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t S, std::int64_t D, std::int64_t I,
-               std::int64_t A, const std::string& stage = "up", const std::string& dtype = "bf16") {
-  return Params{{"tokens", T}, {"experts", E},      {"topk", k},          {"shared", S},
-                {"hidden", D}, {"intermediate", I}, {"align", A},         {"stage", stage},
-                {"dtype", dtype}};
-}
-
-InputOptions seeded(std::uint64_t seed, const std::string& dist = "uniform") {
-  InputOptions o;
-  o.seed = seed;
-  o.dist = dist;
-  return o;
-}
-
-// The problem parameters of a model preset, read straight from configs/models.
-Params preset(const std::string& name) {
-  std::ifstream in(std::string(MOEBENCH_SOURCE_DIR) + "/configs/models/" + name + ".json");
-  EXPECT_TRUE(in.good()) << name;
-  const auto j = nlohmann::json::parse(in);
-  Params p;
-  for (const char* k : {"experts", "topk", "shared", "hidden", "intermediate"}) p.set(k, j.at(k).get<std::int64_t>());
-  p.set("dtype", j.at("dtype").get<std::string>());
-  return p;
-}
-
-const std::vector<std::string> kPresets = {"deepseek-v3",     "gpt-oss-120b",    "kimi-k2",       "kimi-vl-a3b",
-                                           "llama4-maverick", "mixtral-8x7b",    "qwen3-235b-a22b", "qwen3-30b-a3b"};
 
 void expect_pass(const Prepared& p, const Params& cfg, int threads = 2) {
   const auto o = run_cpu(p, cfg, threads);
@@ -87,7 +64,7 @@ TEST(GmmReference, UpByHand) {
   given["offsets"] = i32_tensor({0, 1});
   given["x_sorted"] = bf16_tensor({1, 2}, {1, 2});
   given["w13"] = bf16_tensor({1, 2, 2}, {0.5, 0.25, 1, -1});
-  const auto p = prepare(F(), problem(1, 1, 1, 0, 2, 1, 1), seeded(1), given);
+  const auto p = prepare(F(), gmm_problem(1, 1, 1, 0, 2, 1, 1), seeded(1), given);
   const Tensor& h = p.reference.at("h");
   ASSERT_EQ(h.shape(), (Shape{1, 1}));
   EXPECT_EQ(h.get(0), -0.73046875);
@@ -106,7 +83,7 @@ TEST(GmmReference, DownByHandWithRoutedWeight) {
   rw.set(0, 0.25);
   rw.set(1, 1.0);
   given["row_weight"] = rw;
-  Params pr = problem(2, 2, 1, 0, 1, 2, 1, "down");
+  Params pr = gmm_problem(2, 2, 1, 0, 1, 2, 1, "down");
   pr.set("routed_weight", std::int64_t{1});
   const auto p = prepare(F(), pr, seeded(1), given);
   const Tensor& y = p.reference.at("y_sorted");
@@ -116,7 +93,7 @@ TEST(GmmReference, DownByHandWithRoutedWeight) {
 }
 
 TEST(GmmReference, PaddingRowsAreZeroAndOffsetsArePadded) {
-  const auto p = prepare(F(), problem(40, 8, 2, 1, 64, 48, 16), seeded(3));
+  const auto p = prepare(F(), gmm_problem(40, 8, 2, 1, 64, 48, 16), seeded(3));
   const auto* o = p.inputs.at("offsets").data<std::int32_t>();
   const std::int64_t R = p.inputs.at("x_sorted").shape()[0];
   EXPECT_EQ(o[0], 0);
@@ -141,9 +118,9 @@ TEST(GmmReference, PaddingRowsAreZeroAndOffsetsArePadded) {
 }
 
 TEST(GmmReference, SameSeedSameInputs) {
-  const auto a = prepare(F(), problem(16, 8, 2, 0, 32, 16, 4), seeded(9));
-  const auto b = prepare(F(), problem(16, 8, 2, 0, 32, 16, 4), seeded(9));
-  const auto c = prepare(F(), problem(16, 8, 2, 0, 32, 16, 4), seeded(10));
+  const auto a = prepare(F(), gmm_problem(16, 8, 2, 0, 32, 16, 4), seeded(9));
+  const auto b = prepare(F(), gmm_problem(16, 8, 2, 0, 32, 16, 4), seeded(9));
+  const auto c = prepare(F(), gmm_problem(16, 8, 2, 0, 32, 16, 4), seeded(10));
   EXPECT_EQ(0, std::memcmp(a.inputs.at("w13").raw(), b.inputs.at("w13").raw(), a.inputs.at("w13").nbytes()));
   EXPECT_NE(0, std::memcmp(a.inputs.at("w13").raw(), c.inputs.at("w13").raw(), a.inputs.at("w13").nbytes()));
 }
@@ -154,7 +131,7 @@ TEST(GmmCpu, EveryConfigBothStagesBothDtypes) {
   // I=80 and D=96 are not multiples of the N/K tiles; align 4 and a shared expert.
   for (const char* stage : {"up", "down"})
     for (const char* dt : {"bf16", "f16"}) {
-      Params pr = problem(24, 8, 2, 1, 96, 80, 4, stage, dt);
+      Params pr = gmm_problem(24, 8, 2, 1, 96, 80, 4, stage, dt);
       if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
       const auto p = prepare(F(), pr, seeded(5));
       const auto space = cpu().space(p.problem, cpu_device_info(2), true);
@@ -168,7 +145,7 @@ TEST(GmmCpu, EveryConfigBothStagesBothDtypes) {
 
 TEST(GmmCpu, DefaultAndCuratedSpaceAreValid) {
   for (std::int64_t T : {1, 16, 512}) {
-    const Params pr = complete(F().problem_params, problem(T, 64, 6, 2, 128, 64, 16), "gmm");
+    const Params pr = complete(F().problem_params, gmm_problem(T, 64, 6, 2, 128, 64, 16), "gmm");
     const auto dev = cpu_device_info(2);
     const Params d = cpu().default_config(pr, dev);
     EXPECT_EQ(cpu().invalid_reason(pr, d, dev), "");
@@ -177,7 +154,7 @@ TEST(GmmCpu, DefaultAndCuratedSpaceAreValid) {
     EXPECT_LT(space.size(), 48u);
     for (auto& c : space) EXPECT_EQ(cpu().invalid_reason(pr, c, dev), "") << c.str();
   }
-  const Params pr = complete(F().problem_params, problem(1, 8, 2, 0, 64, 64, 16), "gmm");
+  const Params pr = complete(F().problem_params, gmm_problem(1, 8, 2, 0, 64, 64, 16), "gmm");
   EXPECT_NE(cpu().invalid_reason(pr, cfg(12, 64, 128), cpu_device_info(2)), "");
   EXPECT_NE(cpu().invalid_reason(pr, cfg(16, 64, 100), cpu_device_info(2)), "");
 }
@@ -188,7 +165,7 @@ TEST(GmmCpu, EdgeSegments) {
     for (const char* stage : {"up", "down"}) {
       TensorMap given;
       given["offsets"] = i32_tensor(offs);
-      const auto p = prepare(F(), problem(8, 4, 2, 0, 72, 40, 1, stage), seeded(7), given);
+      const auto p = prepare(F(), gmm_problem(8, 4, 2, 0, 72, 40, 1, stage), seeded(7), given);
       for (auto c : {cfg(8, 16, 64), cfg(16, 32, 128), cfg(64, 128, 256)}) expect_pass(p, c);
     }
 }
@@ -197,7 +174,7 @@ TEST(GmmCpu, NoRowsAtAll) {
   // An expert-parallel rank that no token reached: R = 0, nothing to do, nothing to fail.
   TensorMap given;
   given["offsets"] = i32_tensor({0, 0, 0});
-  Params pr = problem(4, 8, 2, 0, 32, 16, 8);
+  Params pr = gmm_problem(4, 8, 2, 0, 32, 16, 8);
   pr.set("expert_begin", std::int64_t{2});
   pr.set("expert_end", std::int64_t{4});
   const auto p = prepare(F(), pr, seeded(2), given);
@@ -209,7 +186,7 @@ TEST(GmmCpu, ExpertSliceAndSkewedRouting) {
   // A local slice holding the last routed expert and both shared ones, zipf routing, align 1 and 8.
   for (std::int64_t A : {1, 8})
     for (const char* stage : {"up", "down"}) {
-      Params pr = problem(48, 16, 4, 2, 64, 56, A, stage);
+      Params pr = gmm_problem(48, 16, 4, 2, 64, 56, A, stage);
       pr.set("expert_begin", std::int64_t{15});
       pr.set("expert_end", std::int64_t{18});
       const auto p = prepare(F(), pr, seeded(11, "zipf"), {});
@@ -225,7 +202,7 @@ TEST(GmmCpu, PresetShapesShrunk) {
   // Every preset's routing (E, k, S) with D and I cut by 16, both stages, a few configs.
   for (const auto& name : kPresets)
     for (const char* stage : {"up", "down"}) {
-      Params pr = preset(name);
+      Params pr = gmm_preset(name);
       pr.set("hidden", pr.i("hidden") / 16);
       pr.set("intermediate", pr.i("intermediate") / 16);
       pr.set("tokens", std::int64_t{24});
@@ -243,7 +220,7 @@ TEST(GmmCpu, PresetShapesRealSizeFewLocalExperts) {
   // weights stay small: the shared expert and its neighbour where there is one.
   for (const auto& name : kPresets)
     for (const char* stage : {"up", "down"}) {
-      Params pr = preset(name);
+      Params pr = gmm_preset(name);
       const std::int64_t Et = pr.i("experts") + pr.i("shared");
       pr.set("tokens", std::int64_t{pr.i("hidden") * pr.i("intermediate") > (1 << 25) ? 2 : 16});
       pr.set("align", std::int64_t{8});
@@ -258,7 +235,7 @@ TEST(GmmCpu, PresetShapesRealSizeFewLocalExperts) {
 // ---- validation catches what a broken kernel does
 
 struct GmmValidation : ::testing::Test {
-  Prepared p = prepare(F(), problem(32, 8, 2, 0, 64, 48, 8), seeded(21));
+  Prepared p = prepare(F(), gmm_problem(32, 8, 2, 0, 64, 48, 8), seeded(21));
   tuner::Outcome good() { return run_cpu(p, cfg(16, 32, 64), 2); }
   std::int64_t first_row(bool padding) {
     const auto pad = gmm::zero_rows(p.inputs.at("x_sorted"));
@@ -317,7 +294,7 @@ TEST_F(GmmValidation, SwappedExpertsFail) {
 // ---- large problems: the reference samples rows
 
 TEST(GmmReference, LargeProblemsSampleRows) {
-  Params pr = problem(192, 8, 4, 0, 1024, 1024, 16);
+  Params pr = gmm_problem(192, 8, 4, 0, 1024, 1024, 16);
   const auto p = prepare(F(), pr, seeded(23));
   const Tensor& ref = p.reference.at("h");
   const std::int64_t R = ref.shape()[0];
@@ -357,7 +334,7 @@ TEST(GmmCudaSpace, DefaultsAndSpacesAreValidForEveryPreset) {
     for (std::int64_t T : {1, 16, 128, 1024, 16384})
       for (const char* stage : {"up", "down"})
         for (const char* dt : {"bf16", "f16"}) {
-          Params pr = preset(name);
+          Params pr = gmm_preset(name);
           pr.set("tokens", T);
           pr.set("stage", std::string(stage));
           pr.set("dtype", std::string(dt));
@@ -381,7 +358,7 @@ TEST(GmmCudaSpace, DefaultsAndSpacesAreValidForEveryPreset) {
 TEST(GmmCudaSpace, InvalidConfigsAreExplained) {
   const BackendImpl& cu = F().need_backend(Backend::cuda);
   const auto dev = described_h100();
-  const Params pr = complete(F().problem_params, problem(16, 64, 6, 2, 2048, 1408, 16), "gmm");
+  const Params pr = complete(F().problem_params, gmm_problem(16, 64, 6, 2, 2048, 1408, 16), "gmm");
   auto reason = [&](const Params& p, const gmm::cuda::Config& c) {
     return cu.invalid_reason(p, gmm::cuda::config_params(c), dev);
   };
@@ -393,16 +370,16 @@ TEST(GmmCudaSpace, InvalidConfigsAreExplained) {
   f16.set("dtype", std::string("f16"));
   EXPECT_NE(reason(f16, {{16, 128, 64, 1, 4, 4}, 1}).find("no f16 kernel"), std::string::npos);
   // More splits than K slices: D=2048 / 64 = 32 slices is fine; a tiny K is not.
-  const Params small_k = complete(F().problem_params, problem(16, 8, 2, 0, 64, 64, 16), "gmm");
+  const Params small_k = complete(F().problem_params, gmm_problem(16, 8, 2, 0, 64, 64, 16), "gmm");
   EXPECT_NE(reason(small_k, {{16, 64, 64, 1, 4, 4}, 2}).find("K slices"), std::string::npos);
   // Shapes the 16-byte loads cannot handle: no config at all, with the way out.
-  const Params odd = complete(F().problem_params, problem(16, 8, 2, 0, 100, 64, 16), "gmm");
+  const Params odd = complete(F().problem_params, gmm_problem(16, 8, 2, 0, 100, 64, 16), "gmm");
   EXPECT_TRUE(cu.space(odd, dev, true).empty());
   EXPECT_NE(cu.invalid_reason(odd, cu.default_config(odd, dev), dev).find("--backend cpu"), std::string::npos);
   // A device with little shared memory: the big tiles drop out, the default still fits.
   DeviceInfo small = dev;
   small.smem_optin = 48 * 1024;
-  const Params big = complete(F().problem_params, problem(4096, 64, 6, 2, 2048, 1408, 16), "gmm");
+  const Params big = complete(F().problem_params, gmm_problem(4096, 64, 6, 2, 2048, 1408, 16), "gmm");
   EXPECT_EQ(reason(big, {{128, 128, 64, 2, 2, 3}, 1}), "");
   EXPECT_NE(cu.invalid_reason(big, gmm::cuda::config_params({{128, 128, 64, 2, 2, 3}, 1}), small).find("shared memory"),
             std::string::npos);
@@ -430,7 +407,7 @@ TEST(GmmCudaSpace, EveryBuiltShapeIsSane) {
 
 TEST(GmmProblem, RefusesWhatDoesNotFitInHostMemory) {
   try {
-    prepare(F(), problem(64, 4096, 8, 0, 65536, 65536, 16), seeded(1));
+    prepare(F(), gmm_problem(64, 4096, 8, 0, 65536, 65536, 16), seeded(1));
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("shard with --ep"), std::string::npos) << e.what();
@@ -438,7 +415,7 @@ TEST(GmmProblem, RefusesWhatDoesNotFitInHostMemory) {
   // DeepSeek-V3 with its shared expert on a 16 GB host: up alone needs 15 GB of w13, refused
   // with a headroom margin, before anything is allocated.
   ::setenv("MOEBENCH_HOST_MEM_BYTES", "16e9", 1);
-  Params pr = preset("deepseek-v3");
+  Params pr = gmm_preset("deepseek-v3");
   pr.set("tokens", std::int64_t{64});
   try {
     F().check_problem(complete(F().problem_params, pr, "gmm"));
@@ -463,27 +440,27 @@ TEST(GmmProblem, BadParametersAndInputs) {
       EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
     }
   };
-  Params up_rw = problem(4, 8, 2, 0, 32, 16, 4);
+  Params up_rw = gmm_problem(4, 8, 2, 0, 32, 16, 4);
   up_rw.set("routed_weight", std::int64_t{1});
   bad(up_rw, {}, "stage=down");
-  bad(problem(4, 4, 8, 0, 32, 16, 4), {}, "topk=8 is larger than experts=4");
-  Params range = problem(4, 8, 2, 1, 32, 16, 4);
+  bad(gmm_problem(4, 4, 8, 0, 32, 16, 4), {}, "topk=8 is larger than experts=4");
+  Params range = gmm_problem(4, 8, 2, 1, 32, 16, 4);
   range.set("expert_begin", std::int64_t{5});
   range.set("expert_end", std::int64_t{12});
   bad(range, {}, "inside [0, 9)");
   TensorMap dec;
   dec["offsets"] = i32_tensor({0, 8, 4, 12});
-  bad(problem(4, 3, 2, 0, 32, 16, 4), dec, "decrease at expert 1");
+  bad(gmm_problem(4, 3, 2, 0, 32, 16, 4), dec, "decrease at expert 1");
   TensorMap start;
   start["offsets"] = i32_tensor({2, 8, 8, 12});
-  bad(problem(4, 3, 2, 0, 32, 16, 4), start, "offsets[0]");
+  bad(gmm_problem(4, 3, 2, 0, 32, 16, 4), start, "offsets[0]");
   TensorMap mism;
   mism["offsets"] = i32_tensor({0, 4, 8, 12});
   mism["x_sorted"] = Tensor(DType::bf16, {10, 32});
-  bad(problem(4, 3, 2, 0, 32, 16, 4), mism, "offsets end at 12");
+  bad(gmm_problem(4, 3, 2, 0, 32, 16, 4), mism, "offsets end at 12");
   TensorMap noff;
   noff["x_sorted"] = Tensor(DType::bf16, {10, 32});
-  bad(problem(4, 3, 2, 0, 32, 16, 4), noff, "without offsets");
+  bad(gmm_problem(4, 3, 2, 0, 32, 16, 4), noff, "without offsets");
 }
 
 }  // namespace

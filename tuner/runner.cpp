@@ -17,6 +17,7 @@
 #include "tuner/results.hpp"
 #include "tuner/sweep_state.hpp"
 #include "tuner/tables.hpp"
+#include "tuner/units.hpp"
 #include "tuner/version.hpp"
 
 namespace fs = std::filesystem;
@@ -24,13 +25,6 @@ namespace fs = std::filesystem;
 namespace moe::tuner {
 
 namespace {
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 json make_meta(SweepState& s, const JournalContents& jc, double wall_s);
 

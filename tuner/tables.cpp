@@ -9,17 +9,11 @@
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
 #include "tuner/results.hpp"
+#include "tuner/units.hpp"
 
 namespace moe::tuner {
 
 namespace {
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 // The existing table's entries, when the file is a table; a file that is not is replaced.
 nlohmann::ordered_json existing_entries(const std::string& path) {

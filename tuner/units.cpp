@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 #include "moe/error.hpp"
 
@@ -74,6 +75,13 @@ std::string human_duration(double s) {
   if (s < 120) std::snprintf(buf, sizeof buf, "%.1f s", s);
   else if (s < 7200) std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
   else std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  return buf;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
 }
 

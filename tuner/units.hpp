@@ -26,4 +26,7 @@ Shard parse_shard(const std::string& text);
 // "90 s", "12.5 min", "1.2 h" for people.
 std::string human_duration(double seconds);
 
+// Now as "2026-11-22T03:45:00Z", the time stamp results, journals and tables carry.
+std::string utc_now();
+
 }  // namespace moe::tuner

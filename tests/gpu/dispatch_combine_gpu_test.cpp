@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../prepared_problems.hpp"
 #include "combine/family.hpp"
 #include "common/routing_gen.hpp"
 #include "dispatch/cuda_launch.hpp"
@@ -60,23 +61,12 @@ std::vector<std::pair<std::string, nlohmann::json>> presets() {
 
 tuner::Prepared prep(const FamilyDesc& f, const Params& p, const std::string& dist = "uniform", std::uint64_t seed = 1,
                      TensorMap given = {}) {
-  InputOptions opt;
-  opt.dist = dist;
-  opt.seed = seed;
-  return tuner::prepare(f, p, opt, std::move(given));
+  return moe::testing::prepare_seeded(f, p, std::move(given), dist, seed);
 }
 
-// prepare without make_inputs: inputs the family layer would refuse (out-of-range ids, bad dst).
+// Inputs the family layer would refuse (out-of-range ids, bad dst).
 tuner::Prepared prep_raw(const FamilyDesc& f, const Params& p, TensorMap inputs) {
-  tuner::Prepared r;
-  r.family = &f;
-  r.problem = complete(f.problem_params, p, f.name);
-  r.inputs = std::move(inputs);
-  r.output_specs = f.output_specs(r.problem, r.inputs);
-  r.reference = allocate(r.output_specs);
-  f.reference(r.problem, r.inputs, r.reference);
-  r.cost = f.cost(r.problem, r.inputs);
-  return r;
+  return moe::testing::prepare_raw(f, p, std::move(inputs));
 }
 
 bool all_finite(const Tensor& t) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "../gmm_problems.hpp"
 #include "gmm/cublas_reference.hpp"
 #include "gmm/cuda_configs.hpp"
 #include "gmm/family.hpp"
@@ -22,36 +23,15 @@
 namespace moe {
 namespace {
 
+using testing::gmm_preset;
+using testing::gmm_problem;
+using testing::kPresets;
+using testing::seeded;
 using tuner::DeviceTensors;
 using tuner::Prepared;
 
 const FamilyDesc& F() { return gmm_family(); }
 const BackendImpl& impl() { return F().need_backend(Backend::cuda); }
-
-Params problem(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t S, std::int64_t D, std::int64_t I,
-               std::int64_t A, const std::string& stage = "up", const std::string& dtype = "bf16") {
-  return Params{{"tokens", T}, {"experts", E},      {"topk", k},  {"shared", S},       {"hidden", D},
-                {"intermediate", I}, {"align", A}, {"stage", stage}, {"dtype", dtype}};
-}
-
-InputOptions seeded(std::uint64_t seed, const std::string& dist = "uniform") {
-  InputOptions o;
-  o.seed = seed;
-  o.dist = dist;
-  return o;
-}
-
-Params preset(const std::string& name) {
-  std::ifstream in(std::string(MOEBENCH_SOURCE_DIR) + "/configs/models/" + name + ".json");
-  const auto j = nlohmann::json::parse(in);
-  Params p;
-  for (const char* k : {"experts", "topk", "shared", "hidden", "intermediate"}) p.set(k, j.at(k).get<std::int64_t>());
-  p.set("dtype", j.at("dtype").get<std::string>());
-  return p;
-}
-
-const std::vector<std::string> kPresets = {"deepseek-v3",     "gpt-oss-120b", "kimi-k2",         "kimi-vl-a3b",
-                                           "llama4-maverick", "mixtral-8x7b", "qwen3-235b-a22b", "qwen3-30b-a3b"};
 
 Tensor i32_tensor(std::vector<std::int32_t> v) {
   Tensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
@@ -119,7 +99,7 @@ TEST_F(GmmGpu, EveryConfigOnAnEdgyShape) {
   // D=264 and I=200: N tails for every block_n, K not a multiple of 64; align 8, a shared expert.
   for (const char* dt : {"bf16", "f16"})
     for (const char* stage : {"up", "down"}) {
-      Params pr = problem(40, 8, 2, 1, 264, 200, 8, stage, dt);
+      Params pr = gmm_problem(40, 8, 2, 1, 264, 200, 8, stage, dt);
       if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
       const Case c(pr, seeded(3));
       all_pass(c, true);
@@ -129,7 +109,7 @@ TEST_F(GmmGpu, EveryConfigOnAnEdgyShape) {
 TEST_F(GmmGpu, PersistentCtasWalkSeveralTiles) {
   // Few CTAs for many tiles: each CTA runs the tile loop many times, reusing its stages.
   for (const char* stage : {"up", "down"}) {
-    const Case c(problem(200, 8, 2, 0, 192, 136, 16, stage), seeded(4, "zipf"));
+    const Case c(gmm_problem(200, 8, 2, 0, 192, 136, 16, stage), seeded(4, "zipf"));
     for (int ctas : {1, 3, 7}) all_pass(c, true, ctas);
   }
 }
@@ -142,7 +122,7 @@ TEST_F(GmmGpu, EdgeSegments) {
     for (const char* stage : {"up", "down"}) {
       TensorMap given;
       given["offsets"] = i32_tensor(offs);
-      const Case c(problem(8, 4, 2, 0, 128, 96, 1, stage), seeded(7), given);
+      const Case c(gmm_problem(8, 4, 2, 0, 128, 96, 1, stage), seeded(7), given);
       all_pass(c, true);
     }
 }
@@ -150,7 +130,7 @@ TEST_F(GmmGpu, EdgeSegments) {
 TEST_F(GmmGpu, NoRowsIsANoOp) {
   TensorMap given;
   given["offsets"] = i32_tensor({0, 0, 0});
-  Params pr = problem(4, 8, 2, 0, 64, 64, 8);
+  Params pr = gmm_problem(4, 8, 2, 0, 64, 64, 8);
   pr.set("expert_begin", std::int64_t{2});
   pr.set("expert_end", std::int64_t{4});
   const Case c(pr, seeded(2), given);
@@ -160,9 +140,9 @@ TEST_F(GmmGpu, NoRowsIsANoOp) {
 TEST_F(GmmGpu, ManyExpertsMostEmptyAndExpertSlices) {
   // Kimi-K2's 384+1 experts at few tokens: the tile map skips the empty ones; then an EP slice.
   for (const char* stage : {"up", "down"}) {
-    const Case c(problem(6, 384, 8, 1, 256, 128, 16, stage), seeded(5));
+    const Case c(gmm_problem(6, 384, 8, 1, 256, 128, 16, stage), seeded(5));
     all_pass(c, false);
-    Params sl = problem(64, 384, 8, 1, 256, 128, 16, stage);
+    Params sl = gmm_problem(64, 384, 8, 1, 256, 128, 16, stage);
     sl.set("expert_begin", std::int64_t{300});
     sl.set("expert_end", std::int64_t{385});
     const Case d(sl, seeded(6, "zipf"));
@@ -171,7 +151,7 @@ TEST_F(GmmGpu, ManyExpertsMostEmptyAndExpertSlices) {
 }
 
 TEST_F(GmmGpu, SplitKIsDeterministic) {
-  const Case c(problem(4, 64, 8, 0, 2048, 768, 16, "up"), seeded(8));
+  const Case c(gmm_problem(4, 64, 8, 0, 2048, 768, 16, "up"), seeded(8));
   const Params cfg = gmm::cuda::config_params({{16, 64, 64, 1, 4, 4}, 4});
   Tensor a, b;
   ASSERT_EQ(check(c, cfg, 0, &a), "");
@@ -181,7 +161,7 @@ TEST_F(GmmGpu, SplitKIsDeterministic) {
 
 // Local experts such that the stage's weights stay near `budget` bytes (the whole model where it fits).
 Params preset_problem(const std::string& name, std::int64_t T, const char* stage, double budget) {
-  Params pr = preset(name);
+  Params pr = gmm_preset(name);
   const std::int64_t Et = pr.i("experts") + pr.i("shared");
   const double per = (std::string(stage) == "up" ? 2.0 : 1.0) * static_cast<double>(pr.i("hidden")) *
                      static_cast<double>(pr.i("intermediate")) * 2.0;

@@ -1,0 +1,44 @@
+#pragma once
+// gmm problems for the cpu, emulation and GPU tests: explicit shapes, model presets read
+// straight from configs/models, and seeded inputs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "moe/family.hpp"
+
+namespace moe::testing {
+
+inline Params gmm_problem(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t S, std::int64_t D,
+                          std::int64_t I, std::int64_t A, const std::string& stage = "up",
+                          const std::string& dtype = "bf16") {
+  return Params{{"tokens", T}, {"experts", E},      {"topk", k},  {"shared", S},       {"hidden", D},
+                {"intermediate", I}, {"align", A}, {"stage", stage}, {"dtype", dtype}};
+}
+
+inline InputOptions seeded(std::uint64_t seed, const std::string& dist = "uniform") {
+  InputOptions o;
+  o.seed = seed;
+  o.dist = dist;
+  return o;
+}
+
+// The gmm parameters of a model preset.
+inline Params gmm_preset(const std::string& name) {
+  std::ifstream in(std::string(MOEBENCH_SOURCE_DIR) + "/configs/models/" + name + ".json");
+  EXPECT_TRUE(in.good()) << name;
+  const auto j = nlohmann::json::parse(in);
+  Params p;
+  for (const char* key : {"experts", "topk", "shared", "hidden", "intermediate"})
+    p.set(key, j.at(key).get<std::int64_t>());
+  p.set("dtype", j.at("dtype").get<std::string>());
+  return p;
+}
+
+inline const std::vector<std::string> kPresets = {"deepseek-v3",     "gpt-oss-120b", "kimi-k2",         "kimi-vl-a3b",
+                                                  "llama4-maverick", "mixtral-8x7b", "qwen3-235b-a22b", "qwen3-30b-a3b"};
+
+}  // namespace moe::testing
