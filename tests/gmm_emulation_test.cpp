@@ -233,7 +233,8 @@ std::string run_grid(int threads, std::size_t smem, long long grid, std::uint32_
 }
 
 // The host half of gmm::cuda::run, on host tensors: tile counts, the grid bound, split-K finalize.
-std::string run_emulated(const tuner::Prepared& p, const Emulated& k, int split, long long max_ctas, TensorMap& out) {
+std::string run_emulated(const tuner::Prepared& p, const Emulated& k, int split, long long max_ctas, int group_m,
+                         TensorMap& out) {
   const GmmSpec s = GmmSpec::parse(p.problem);
   out = allocate(p.output_specs);
   for (auto& [n, t] : out) poison_host(t.ref());
@@ -250,6 +251,7 @@ std::string run_emulated(const tuner::Prepared& p, const Emulated& k, int split,
   a.n_w = static_cast<int>(s.n_w());
   a.experts = static_cast<int>(s.e_local());
   a.split = split;
+  a.group_m = group_m;
   const int per = s.down ? k.shape.bn : k.shape.bn / 2;
   a.n_tiles = static_cast<int>((s.n_out() + per - 1) / per);
   std::vector<float> partial(static_cast<std::size_t>(split) * a.rows * a.n_w, std::nanf(""));
@@ -280,13 +282,14 @@ tuner::Prepared prep(const Params& pr, TensorMap given = {}, std::uint64_t seed 
 }
 
 // Empty string when the emulated kernel's output passes the family's validation.
-std::string check(const tuner::Prepared& p, const Emulated& k, int split, long long max_ctas) {
+std::string check(const tuner::Prepared& p, const Emulated& k, int split, long long max_ctas, int group_m = 1) {
   TensorMap out;
   const std::string what = p.problem.str() + " tile " + std::to_string(k.shape.bm) + "x" + std::to_string(k.shape.bn) +
                            "x" + std::to_string(k.shape.bk) + " warps " + std::to_string(k.shape.warps_m) + "x" +
                            std::to_string(k.shape.warps_n) + " stages " + std::to_string(k.shape.stages) +
-                           " split " + std::to_string(split) + " ctas<=" + std::to_string(max_ctas) + ": ";
-  const std::string err = run_emulated(p, k, split, max_ctas, out);
+                           " split " + std::to_string(split) + " group_m " + std::to_string(group_m) +
+                           " ctas<=" + std::to_string(max_ctas) + ": ";
+  const std::string err = run_emulated(p, k, split, max_ctas, group_m, out);
   if (!err.empty()) return what + err + "\n";
   const Validation v = gmm_family().validate(p.problem, p.inputs, out, p.reference);
   return v.ok ? std::string() : what + v.summary() + "\n";
@@ -324,6 +327,25 @@ TEST(GmmEmulation, SplitKAndPersistentCtas) {
       fails += check(p, shapes()[i], 3, 3);
       fails += check(p, shapes()[i], 1, 2);
     }
+    EXPECT_TRUE(fails.empty()) << fails;
+  }
+}
+
+TEST(GmmEmulation, GroupedTileOrder) {
+  // Experts with several 16-row M-tiles, group sizes that do and do not divide the M-tile
+  // count (the last group short), with split-K, on grids of 1, 5 and all CTAs: every tile
+  // exactly once.
+  for (const char* stage : {"up", "down"}) {
+    Params pr = gmm_problem(96, 4, 2, 0, 64, 48, 4, stage);
+    if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
+    const auto p = prep(pr, {}, 9);
+    std::string fails;
+    for (int group_m : gmm::cuda::kGroupM)
+      for (long long ctas : {1LL, 5LL, 1LL << 20}) {
+        fails += check(p, shapes()[0], 1, ctas, group_m);
+        fails += check(p, shapes()[0], 2, ctas, group_m);
+      }
+    fails += check(p, shapes()[7], 1, 3, 3);  // 64-row tiles: a group larger than some experts' tile count
     EXPECT_TRUE(fails.empty()) << fails;
   }
 }

@@ -69,6 +69,7 @@ Config parse_config(const Params& c) {
                       static_cast<int>(c.i("block_k")), static_cast<int>(c.i("warps_m")),
                       static_cast<int>(c.i("warps_n")), static_cast<int>(c.i("stages"))};
   r.split = static_cast<int>(c.i("split_k"));
+  r.group_m = static_cast<int>(c.i("group_m"));
   return r;
 }
 
@@ -76,7 +77,7 @@ Params config_params(const Config& c) {
   return Params{{"block_m", std::int64_t{c.shape.bm}},   {"block_n", std::int64_t{c.shape.bn}},
                 {"block_k", std::int64_t{c.shape.bk}},   {"warps_m", std::int64_t{c.shape.warps_m}},
                 {"warps_n", std::int64_t{c.shape.warps_n}}, {"stages", std::int64_t{c.shape.stages}},
-                {"split_k", std::int64_t{c.split}}};
+                {"split_k", std::int64_t{c.split}},      {"group_m", std::int64_t{c.group_m}}};
 }
 
 std::size_t workspace_bytes(const GmmSpec& s, const Config& c) {
@@ -96,6 +97,8 @@ std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& 
            "; built: " + shapes_for(s.down, s.dtype);
   if (std::find(std::begin(kSplits), std::end(kSplits), c.split) == std::end(kSplits))
     return "split_k must be one of 1,2,3,4,6,8";
+  if (std::find(std::begin(kGroupM), std::end(kGroupM), c.group_m) == std::end(kGroupM))
+    return "group_m must be one of 1,4,8";
   const std::int64_t k_slices = (s.k_dim() + c.shape.bk - 1) / c.shape.bk;
   if (c.split > k_slices)
     return "split_k=" + std::to_string(c.split) + " is more than the " + std::to_string(k_slices) +
@@ -131,6 +134,7 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
   a.experts = static_cast<int>(s.e_local());
   a.split = c.split;
   a.n_tiles = n_tiles(s, c.shape);
+  a.group_m = c.group_m;
   a.sm_count = current_sm_count();
   a.max_ctas = max_ctas;
   if (c.split > 1) {
@@ -162,6 +166,7 @@ BackendImpl cuda_backend() {
       int_param("warps_n", 2, 1, 4, "warps along N"),
       int_param("stages", 3, 2, 4, "cp.async pipeline depth"),
       int_param("split_k", 1, 1, 8, "K split over CTAs, fp32 partials summed in order (1,2,3,4,6,8)"),
+      int_param("group_m", 1, 1, 8, "tile order: M-tiles walked per N-tile (1,4,8); >1 reuses weight tiles in L2"),
   };
   b.invalid_reason = [](const Params& problem, const Params& config, const DeviceInfo& dev) {
     return cuda::invalid_reason(GmmSpec::parse(problem), cuda::parse_config(config), dev);
@@ -171,18 +176,22 @@ BackendImpl cuda_backend() {
     const double rows = s.avg_rows_per_expert();
     std::vector<Params> v;
     for (auto& e : cuda::tiles())
-      for (int split : cuda::kSplits) {
-        const cuda::Config c{e.shape, split};
-        if (!cuda::invalid_reason(s, c, dev).empty()) continue;
-        if (!full) {
-          // Curated: tiles no taller than twice the typical segment (16 always), no tiny tiles
-          // for prefill, split-K only where few rows leave the SMs short of work.
-          if (e.shape.bm > 16 && e.shape.bm > 2 * rows) continue;
-          if (rows >= 512 && e.shape.bm < 64) continue;
-          if (split > 1 && (rows > 64 || split == 3 || split == 6)) continue;
+      for (int split : cuda::kSplits)
+        for (int group_m : cuda::kGroupM) {
+          const cuda::Config c{e.shape, split, group_m};
+          if (!cuda::invalid_reason(s, c, dev).empty()) continue;
+          // Grouping only matters where an expert has several M-tiles.
+          if (group_m > 1 && rows < 2.0 * e.shape.bm) continue;
+          if (!full) {
+            // Curated: tiles no taller than twice the typical segment (16 always), no tiny tiles
+            // for prefill, split-K only where few rows leave the SMs short of work, one group size.
+            if (e.shape.bm > 16 && e.shape.bm > 2 * rows) continue;
+            if (rows >= 512 && e.shape.bm < 64) continue;
+            if (split > 1 && (rows > 64 || split == 3 || split == 6)) continue;
+            if (group_m == 4) continue;
+          }
+          v.push_back(cuda::config_params(c));
         }
-        v.push_back(cuda::config_params(c));
-      }
     return v;
   };
   b.default_config = [](const Params& problem, const DeviceInfo& dev) {

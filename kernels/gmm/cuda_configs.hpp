@@ -39,6 +39,7 @@ struct KernelArgs {
   int rows = 0, k_dim = 0, n_out = 0, n_w = 0, experts = 0;
   int split = 1;
   int n_tiles = 0;    // CTA tiles along N
+  int group_m = 1;    // tile order: M-tiles walked together per N-tile (weight tiles reused in L2)
   int sm_count = 0;   // the persistent grid's size comes from it
   int max_ctas = 0;   // 0: as many as fit at once; tests set it to force several tiles per CTA
 };
@@ -65,11 +66,15 @@ void add_tiles_m128(std::vector<TileEntry>& v);
 void launch_finalize(const KernelArgs& a, bool down, DType t, void* stream);
 
 constexpr int kSplits[] = {1, 2, 3, 4, 6, 8};
+// 1: consecutive CTAs share an M-tile (activations) and sweep N; G > 1: they sweep G M-tiles
+// per N-tile, so a weight tile is read by G CTAs close in time (prefill's L2 reuse).
+constexpr int kGroupM[] = {1, 4, 8};
 
-// A full cuda config for the problem: shape + split.
+// A full cuda config for the problem: shape, split, tile order.
 struct Config {
   TileShape shape;
   int split = 1;
+  int group_m = 1;
 };
 Config parse_config(const Params& c);
 Params config_params(const Config& c);

@@ -80,11 +80,17 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
   const int nk = (p.k_dim + BK - 1) / BK;
 
   for (long long t = block_x(); t < total; t += grid_x()) {
-    // Consecutive tiles share the M-tile (its rows stay in L2) and walk splits, then N-tiles.
+    // Splits vary fastest. Then, in groups of group_m M-tiles: the group's M-tiles for one
+    // N-tile, then the next N-tile (group_m = 1: an M-tile's rows stay in L2 while N is swept;
+    // larger: a weight tile serves group_m CTAs in a row). The last group may be short.
     const int s = static_cast<int>(t % p.split);
     const long long rest = t / p.split;
-    const int nt = static_cast<int>(rest % p.n_tiles);
-    const int mg = static_cast<int>(rest / p.n_tiles);
+    const long long per_group = static_cast<long long>(p.group_m) * p.n_tiles;
+    const int first_m = static_cast<int>(rest / per_group) * p.group_m;
+    const int group = min(p.group_m, prefix[E] - first_m);
+    const long long in_group = rest % per_group;
+    const int mg = first_m + static_cast<int>(in_group % group);
+    const int nt = static_cast<int>(in_group / group);
     int lo = 0, hi = E;  // prefix[lo] <= mg < prefix[hi]: lo ends at the expert owning mg
     while (hi - lo > 1) {
       const int mid = (lo + hi) >> 1;
