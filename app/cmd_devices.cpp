@@ -10,6 +10,7 @@ void add_devices_command(CLI::App& root) {
   cmd->callback([] {
     const int n = cuda_device_count();
     fmt::print("CUDA driver {}, runtime {}; {} device(s) visible\n", cuda_driver_version(), cuda_runtime_version(), n);
+    if (n == 0) fmt::print("  ({})\n", cuda_unavailable_reason());
     for (int i = 0; i < n; ++i) {
       const DeviceInfo d = cuda_device_info(i);
       const CudaClocks c = cuda_clocks(i);

@@ -306,7 +306,7 @@ TEST(GmmEmulation, EveryShapeBothStagesWithTails) {
   for (const char* stage : {"up", "down"}) {
     TensorMap given;
     given["offsets"] = i32_tensor({0, 0, 1, 1, 37});
-    Params pr = gmm_problem(8, 4, 2, 0, 72, 40, 1, stage);
+    Params pr = gmm_problem(19, 4, 2, 0, 72, 40, 1, stage);
     if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
     const auto p = prep(pr, given);
     std::string fails;

@@ -159,13 +159,26 @@ TEST(GmmCpu, DefaultAndCuratedSpaceAreValid) {
   EXPECT_NE(cpu().invalid_reason(pr, cfg(16, 64, 100), cpu_device_info(2)), "");
 }
 
+TEST(GmmCpu, OffsetsBeyondWhatTheTokensCanRouteAreRefused) {
+  // Split-K workspace and the layer's buffers are sized from tokens: offsets past that bound
+  // would overrun them, so they are an error that names the fix.
+  TensorMap given;
+  given["offsets"] = i32_tensor({0, 0, 1, 1, 38});
+  try {
+    prepare(F(), gmm_problem(8, 4, 2, 0, 72, 40, 1, "up"), seeded(7), given);
+    FAIL() << "offsets ending at 38 rows were accepted for 8 tokens x 2 slots";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("raise --tokens"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GmmCpu, EdgeSegments) {
   // Experts with 0 rows, 1 row, 37 rows (not a multiple of any block_m); then all rows on one.
   for (auto offs : std::vector<std::vector<std::int32_t>>{{0, 0, 1, 1, 38}, {0, 0, 0, 50, 50}, {0, 1, 2, 3, 4}})
     for (const char* stage : {"up", "down"}) {
       TensorMap given;
       given["offsets"] = i32_tensor(offs);
-      const auto p = prepare(F(), gmm_problem(8, 4, 2, 0, 72, 40, 1, stage), seeded(7), given);
+      const auto p = prepare(F(), gmm_problem(25, 4, 2, 0, 72, 40, 1, stage), seeded(7), given);
       for (auto c : {cfg(8, 16, 64), cfg(16, 32, 128), cfg(64, 128, 256)}) expect_pass(p, c);
     }
 }

@@ -4,6 +4,7 @@
 
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
+#include "tuner/cuda_event.hpp"
 #include "tuner/device_tensors.hpp"
 #include "tuner/harness.hpp"
 
@@ -22,25 +23,21 @@ Outcome run_cuda(const Prepared& p, const Params& config, const DeviceInfo& dev,
   ctx.workspace = ws.get();
   ctx.workspace_bytes = ws.size();
   Outcome o;
-  cudaEvent_t start, stop;
-  cuda_check(cudaEventCreate(&start), "cudaEventCreate");
-  cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
+  const Event start, stop;
   for (int r = 0; r < std::max(repeats, 1); ++r) {
-    cuda_check(cudaEventRecord(start), "cudaEventRecord");
+    cuda_check(cudaEventRecord(start.e), "cudaEventRecord");
     impl.run(p.problem, config, in.refs(), out.refs(), ctx);
     cuda_check(cudaGetLastError(), (p.family->name + " kernel launch").c_str());
-    cuda_check(cudaEventRecord(stop), "cudaEventRecord");
-    cuda_check(cudaEventSynchronize(stop), (p.family->name + " kernel").c_str());
+    cuda_check(cudaEventRecord(stop.e), "cudaEventRecord");
+    cuda_check(cudaEventSynchronize(stop.e), (p.family->name + " kernel").c_str());
     float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    cuda_check(cudaEventElapsedTime(&ms, start.e, stop.e), "cudaEventElapsedTime");
     o.times_us.push_back(ms * 1000.0);
     if (r == 0) {
       o.outputs = out.download();
       o.validation = p.family->validate(p.problem, p.inputs, o.outputs, p.reference);
     }
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   return o;
 }
 

@@ -2,6 +2,7 @@
 
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
+#include "tuner/cuda_event.hpp"
 #include "tuner/cupti_timer.hpp"
 #include "tuner/device_tensors.hpp"
 #include "tuner/timer_cuda.hpp"
@@ -9,14 +10,6 @@
 namespace moe::tuner {
 
 namespace {
-
-struct Event {
-  cudaEvent_t e = nullptr;
-  Event() { cuda_check(cudaEventCreate(&e), "cudaEventCreate"); }
-  ~Event() {
-    if (e) cudaEventDestroy(e);
-  }
-};
 
 struct Stream {
   cudaStream_t s = nullptr;
@@ -47,7 +40,8 @@ struct CudaBench::Impl {
   DeviceInfo dev;
   TimerMode mode;
   CuptiKernelTimer* cupti = nullptr;
-  std::string note;
+  std::string base_note;  // of the whole bench: CUPTI unavailable or disabled
+  std::string note;       // of the current config: base_note plus what happened to it
   DeviceTensors in, out;
   RefMap in_refs, out_refs;
   DeviceBuffer flush, ws;
@@ -130,11 +124,12 @@ CudaBench::CudaBench(const Prepared& p, const DeviceInfo& dev, TimerMode mode, b
     if (use_cupti) {
       std::string why;
       d_->cupti = CuptiKernelTimer::get(&why);
-      if (!d_->cupti) d_->note = "CUPTI unavailable (" + why + "): timed with CUDA events, launch overhead included";
+      if (!d_->cupti) d_->base_note = "CUPTI unavailable (" + why + "): timed with CUDA events, launch overhead included";
     } else {
-      d_->note = "CUPTI disabled: timed with CUDA events, launch overhead included";
+      d_->base_note = "CUPTI disabled: timed with CUDA events, launch overhead included";
     }
   }
+  d_->note = d_->base_note;
 }
 
 CudaBench::~CudaBench() = default;
@@ -142,6 +137,7 @@ CudaBench::~CudaBench() = default;
 void CudaBench::set_config(const Params& config) {
   Impl& d = *d_;
   d.graph.reset();
+  d.note = d.base_note;  // a refused capture or a kernel CUPTI missed is this config's, not the next's
   d.config = config;
   d.have_config = true;
   d.kernels = 0;

@@ -11,7 +11,21 @@ namespace moe {
 void cuda_check(int err, const char* what) {
   if (err == cudaSuccess) return;
   const auto e = static_cast<cudaError_t>(err);
+  cudaGetLastError();  // a non-sticky error must not be blamed on the next launch check
   throw Error(std::string(what) + " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+std::string cuda_unavailable_reason() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  cudaGetLastError();
+  if (e == cudaSuccess) return n > 0 ? "" : "no CUDA device is visible";
+  if (e == cudaErrorNoDevice) return "no CUDA device is visible (CUDA_VISIBLE_DEVICES may hide them)";
+  if (e == cudaErrorInsufficientDriver && cuda_driver_version() == "none") return "no NVIDIA driver is installed";
+  if (e == cudaErrorInsufficientDriver)
+    return "the CUDA driver (" + cuda_driver_version() + ") is older than this build's runtime (" +
+           cuda_runtime_version() + "): update the driver or build with the toolkit that matches it";
+  return std::string("CUDA is unusable here: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
 }
 
 int cuda_device_count() {
@@ -71,8 +85,8 @@ std::string cuda_runtime_version() {
 void require_cuda_device(int ordinal) {
   const int n = cuda_device_count();
   if (n == 0)
-    throw Error("no CUDA device is visible (driver " + cuda_driver_version() +
-                "): run on a machine with an NVIDIA GPU, check CUDA_VISIBLE_DEVICES, or use --backend cpu");
+    throw Error("no usable CUDA device: " + cuda_unavailable_reason() +
+                "; run on a machine with an NVIDIA GPU, check CUDA_VISIBLE_DEVICES, or use --backend cpu");
   if (ordinal < 0 || ordinal >= n)
     throw Error("CUDA device " + std::to_string(ordinal) + " does not exist: " + std::to_string(n) +
                 " visible (0.." + std::to_string(n - 1) + ")");

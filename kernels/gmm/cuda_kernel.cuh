@@ -241,7 +241,8 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
 template <bool UP, bool BF16>
 GMM_KERNEL(256) gmm_finalize_kernel(const KernelArgs p) {
   const int half = p.n_out / 2;
-  const long long total = static_cast<long long>(p.rows) * half;
+  // Rows past offsets[E] hold no partials (the layer sizes its buffers for the worst case).
+  const long long total = static_cast<long long>(seg_end(p, p.experts - 1)) * half;
   for (long long idx = block_x() * 256 + thread_x(); idx < total; idx += grid_x() * 256) {
     const int r = static_cast<int>(idx / half), c = static_cast<int>(idx % half) * 2;
     float g0 = 0, g1 = 0, u0 = 0, u1 = 0;

@@ -53,6 +53,10 @@ void check_offsets(const GmmSpec& s, const Tensor& off, std::int64_t rows) {
     if (o[e + 1] < o[e])
       throw Error("gmm: offsets decrease at expert " + std::to_string(e) + " (" + std::to_string(o[e]) + " -> " +
                   std::to_string(o[e + 1]) + "): each expert's segment must be [offsets[e], offsets[e+1])");
+  if (o[E] > s.max_rows())
+    throw Error("gmm: offsets end at " + std::to_string(o[E]) + " rows, more than the " +
+                std::to_string(s.max_rows()) + " that " + std::to_string(s.tokens) +
+                " tokens can route here (tokens x slots + padding): raise --tokens to match the offsets");
   if (rows >= 0 && o[E] != rows)
     throw Error("gmm: offsets end at " + std::to_string(o[E]) + " but the activations have " + std::to_string(rows) +
                 " rows: give matching offsets and " + s.act_name());

@@ -42,8 +42,10 @@ int blocks_per_sm(int block) {
   constexpr KernelShape s = kShapes[I];
   int n = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, router_kernel<s.lanes, s.epl, s.vec, s.esize>, block, 0) !=
-      cudaSuccess)
+      cudaSuccess) {
+    cudaGetLastError();  // ignored here: it must not surface as the next launch's failure
     return 0;
+  }
   return n;
 }
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "require_gpu.hpp"
 #include "../prepared_problems.hpp"
 #include "combine/family.hpp"
 #include "common/routing_gen.hpp"
@@ -28,8 +29,6 @@ namespace {
 
 using namespace moe;
 
-#define REQUIRE_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible"
 
 DeviceInfo gpu() {
   static const DeviceInfo d = cuda_device_info(0);

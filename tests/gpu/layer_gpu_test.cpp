@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "require_gpu.hpp"
 #include "layer/stage_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "tuner/harness.hpp"
@@ -14,8 +15,6 @@ namespace {
 
 using namespace moe;
 
-#define REQUIRE_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible"
 
 // Stage configs given explicitly: no table is read, so no test depends on configs/.
 Params stage_defaults(const Params& L, const DeviceInfo& dev) {

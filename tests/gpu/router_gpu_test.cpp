@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "require_gpu.hpp"
 #include "common/validate.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
@@ -21,8 +22,6 @@ namespace {
 using namespace moe;
 using router_cases::with;
 
-#define NEED_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible"
 
 std::vector<router_cases::Case> all_cases() {
   auto cases = router_cases::presets();
@@ -57,7 +56,7 @@ void check_every_config(const router_cases::Case& c, const std::string& dtype, s
 }
 
 TEST(RouterGpu, SmallBatchesEveryConfig) {
-  NEED_GPU();
+  REQUIRE_GPU();
   const DeviceInfo dev = cuda_device_info(0);
   for (const auto& c : all_cases())
     for (const char* dt : {"bf16", "f16", "f32"})
@@ -65,7 +64,7 @@ TEST(RouterGpu, SmallBatchesEveryConfig) {
 }
 
 TEST(RouterGpu, LargeBatchesEveryConfig) {
-  NEED_GPU();
+  REQUIRE_GPU();
   const DeviceInfo dev = cuda_device_info(0);
   for (const auto& c : all_cases())
     for (const char* dt : {"bf16", "f16", "f32"})
@@ -73,7 +72,7 @@ TEST(RouterGpu, LargeBatchesEveryConfig) {
 }
 
 TEST(RouterGpu, DeterministicAcrossRunsAndLaunchShapes) {
-  NEED_GPU();
+  REQUIRE_GPU();
   const DeviceInfo dev = cuda_device_info(0);
   const BackendImpl& cuda = router_family().need_backend(Backend::cuda);
   for (const auto& c : all_cases()) {
@@ -105,7 +104,7 @@ TEST(RouterGpu, DeterministicAcrossRunsAndLaunchShapes) {
 }
 
 TEST(RouterGpu, LauncherRejectsBadCallsWithoutLaunching) {
-  NEED_GPU();
+  REQUIRE_GPU();
   const Params prob = complete(router_family().problem_params,
                                with(router_cases::problem(256, 8, 1, 8, 4, "sigmoid", 1), 4, "bf16"), "router");
   const RouterSpec sp = RouterSpec::from(prob);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "require_gpu.hpp"
 #include "common/rng.hpp"
 #include "common/validate.hpp"
 #include "moe/cuda_device.hpp"
@@ -133,8 +134,6 @@ const FamilyResolver& gpu_families() {
   return r;
 }
 
-#define NEED_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device visible"
 
 Params problem(std::int64_t tokens, std::int64_t width) {
   return complete(gscale_family().problem_params, Params{{"tokens", tokens}, {"width", width}}, "gscale");
@@ -175,7 +174,7 @@ TEST(TunerGpuWorkerChild, Serve) {
 }
 
 TEST(TunerGpu, CopyBandwidthProbe) {
-  NEED_GPU();
+  REQUIRE_GPU();
   const double gbps = cuda_copy_bandwidth_gbps(0);
   // HBM3 on an H100/H200 copies at 2-4 TB/s (read + write); anything far outside is a unit bug.
   EXPECT_GT(gbps, 300);
@@ -184,7 +183,7 @@ TEST(TunerGpu, CopyBandwidthProbe) {
 }
 
 TEST(TunerGpu, ColdModeCuptiAgainstEvents) {
-  NEED_GPU();
+  REQUIRE_GPU();
   const Prepared p = prepare(gscale_family(), problem(4096, 4096), InputOptions{});  // 64 MiB in, 64 MiB out
   const DeviceInfo dev = cuda_device_info(0);
   std::string why;
@@ -216,7 +215,7 @@ TEST(TunerGpu, ColdModeCuptiAgainstEvents) {
 }
 
 TEST(TunerGpu, CuptiCountsEveryKernelOfACall) {
-  NEED_GPU();
+  REQUIRE_GPU();
   std::string why;
   if (!CuptiKernelTimer::get(&why)) GTEST_SKIP() << why;
   // 64 MiB of input, more than any L2: the second kernel of "two" streams from HBM again.
@@ -232,7 +231,7 @@ TEST(TunerGpu, CuptiCountsEveryKernelOfACall) {
 }
 
 TEST(TunerGpu, L2FlushMakesAnL2SizedProblemSlowerThanHot) {
-  NEED_GPU();
+  REQUIRE_GPU();
   const DeviceInfo dev = cuda_device_info(0);
   // In + out = a quarter of L2: a hot call reads its input from L2, a cold one from HBM.
   const std::int64_t width = 1024, tokens = std::max<std::int64_t>(16, static_cast<std::int64_t>(dev.l2_bytes / 4 / 8 / width));
@@ -252,7 +251,7 @@ TEST(TunerGpu, L2FlushMakesAnL2SizedProblemSlowerThanHot) {
 }
 
 TEST(TunerGpu, GraphCaptureRefusedFallsBackToALaunchLoop) {
-  NEED_GPU();
+  REQUIRE_GPU();
   const Prepared p = prepare(gscale_family(), problem(256, 1024), InputOptions{});
   CudaBench hot(p, cuda_device_info(0), TimerMode::hot, false);
   hot.set_config(config(256, "sync"));
@@ -268,7 +267,7 @@ TEST(TunerGpu, GraphCaptureRefusedFallsBackToALaunchLoop) {
 }
 
 TEST(TunerGpu, WorkerIsolatesStickyErrorsAndHangs) {
-  NEED_GPU();
+  REQUIRE_GPU();
   WorkerProcess w(self_worker());
   const json prep = {{"op", "prepare"}, {"family", "gscale"}, {"backend", "cuda"}, {"device", 0},
                      {"problem", {{"tokens", 512}, {"width", 1024}, {"dtype", "f32"}, {"alpha", 0.75}}},
@@ -309,7 +308,7 @@ TEST(TunerGpu, WorkerIsolatesStickyErrorsAndHangs) {
 }
 
 TEST(TunerGpu, CudaSweepReportsPeakTimerAndTables) {
-  NEED_GPU();
+  REQUIRE_GPU();
   const fs::path d = fs::temp_directory_path() / ("moebench-gpu-sweep-" + std::to_string(::getpid()));
   fs::remove_all(d);
   SweepOptions o;

@@ -10,6 +10,9 @@ namespace moe {
 
 // 0 when there is no driver, no device, or CUDA_VISIBLE_DEVICES hides them all: never throws.
 int cuda_device_count();
+// Why cuda_device_count() is 0, in words ("" when it is not): no device is one thing, a driver
+// older than this binary's runtime is another, and the second must not pass for the first.
+std::string cuda_unavailable_reason();
 // The calling thread's current device (cudaGetDevice).
 int cuda_current_device();
 // Name, SM count, memory, caches, clocks of device `ordinal`.
