@@ -128,6 +128,13 @@ BackendImpl layer_backend(Backend b) {
   impl.run = [b](const Params& L, const Params& c, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
     run_layer(b, L, c, in, out, ctx);
   };
+  impl.pin_config = [b](const Params& L, const Params& c, const DeviceInfo& dev, const std::vector<std::string>& dirs,
+                        bool quiet) {
+    const ResolvedLayer r = resolve_layer(b, L, c, dev, dirs, quiet);
+    Params pinned = c;
+    for (std::size_t i = 0; i < r.stages.size(); ++i) pinned.set(r.stages[i].name, stage_config_text(r.choices[i].config));
+    return pinned;
+  };
   return impl;
 }
 

@@ -64,6 +64,9 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
     Params c;
     if (given) {
       c = *given;
+    } else if (m.backend->pin_config) {
+      c = m.backend->default_config(q, m.dev);  // its own choices come from the stages' tables
+      if (why.empty()) why = "stages pinned from their tables";
     } else {
       const runtime::Choice ch = runtime::choose_config(*m.family, o.backend, q, m.dev, table_dirs(o), o.quiet);
       c = ch.config;
@@ -73,6 +76,7 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
     for (auto& [k, v] : def.values())
       if (!c.has(k)) c.set(k, v);
     c = complete(m.backend->config_params, c, name + " config");
+    if (m.backend->pin_config) c = m.backend->pin_config(q, c, m.dev, table_dirs(o), o.quiet);
     if (m.backend->invalid_reason)
       if (auto bad = m.backend->invalid_reason(q, c, m.dev); !bad.empty())
         throw Error(name + " config " + c.str() + " is invalid at " + std::to_string(tokens) + " tokens: " + bad);
@@ -81,12 +85,13 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
     m.reasons.push_back(std::move(why));
   };
 
-  if (o.config) {
+  // A config that leaves choices to runtime dispatch is pinned per token key below instead.
+  if (o.config && !m.backend->pin_config) {
     resolve(1, &*o.config, "explicit config");
     return;
   }
-  // Nothing to tune (the layer: its stages look up their own tables), so no table to find.
-  if (const auto only = m.backend->space(m.problem, m.dev, true); only.size() == 1) {
+  // Nothing to tune: the family's only config, no table to find.
+  if (const auto only = m.backend->space(m.problem, m.dev, true); only.size() == 1 && !m.backend->pin_config) {
     resolve(1, &only.front(), "the family's only config");
     return;
   }
@@ -102,7 +107,7 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
   if (table)
     for (auto& [t, e] : table->entries) grid.push_back(t);
   if (grid.empty()) grid = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
-  for (std::int64_t t : grid) resolve(t, nullptr, "");
+  for (std::int64_t t : grid) resolve(t, o.config ? &*o.config : nullptr, o.config ? "explicit config" : "");
 }
 
 Kernel::~Kernel() = default;

@@ -85,6 +85,12 @@ struct BackendImpl {
   std::function<void(const Params& problem, const Params& config, const RefMap& in,
                      const RefMap& out, const LaunchContext&)>
       run;
+  // Optional, for configs that leave choices to runtime dispatch (the layer's "auto" stages):
+  // the same config with those choices named, looked up in `table_dirs` (in order). moe::Kernel
+  // pins once per token key, so its calls read no table and honour its own table folders.
+  std::function<Params(const Params& problem, const Params& config, const DeviceInfo&,
+                       const std::vector<std::string>& table_dirs, bool quiet)>
+      pin_config;
 };
 
 struct FamilyDesc {

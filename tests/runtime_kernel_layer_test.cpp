@@ -1,0 +1,83 @@
+// moe::Kernel on the moe-layer: its stages are pinned from the tables in the Kernel's own
+// table folders, once per token key, and a call runs exactly those stage configs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "layer/stages.hpp"
+#include "moe/cuda_device.hpp"
+#include "moe/moe.hpp"
+#include "runtime/table.hpp"
+#include "temp_dirs.hpp"
+#include "tuner/harness.hpp"
+
+namespace {
+
+using namespace moe;
+
+Params layer_problem() {
+  return Params{{"dtype", std::string("bf16")}, {"experts", std::int64_t{8}},      {"topk", std::int64_t{2}},
+                {"shared", std::int64_t{0}},    {"hidden", std::int64_t{64}},      {"intermediate", std::int64_t{32}},
+                {"align", std::int64_t{4}}};
+}
+
+// A cpu table for the layer's combine stage with one entry at `tokens`.
+void write_combine_table(const std::string& dir, std::int64_t tokens, const Params& config) {
+  Params L = layer_problem();
+  L.set("tokens", tokens);
+  L = complete(family("moe-layer").problem_params, L, "layer");
+  Params combine;
+  for (const Stage& s : layer_stages(L))
+    if (s.name == "combine") combine = s.problem;
+  const std::string path = runtime::table_path(dir, "cpu", "combine", runtime::problem_key(combine));
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  nlohmann::json cfg = nlohmann::json::object();
+  for (auto& [k, v] : config.values()) cfg[k] = std::get<std::int64_t>(v);
+  nlohmann::json t = {{"schema", "moebench/config-table@1"},
+                      {"kernel", "combine"},
+                      {"backend", "cpu"},
+                      {"device", "cpu"},
+                      {"problem_key", runtime::problem_key(combine)},
+                      {"entries", {{std::to_string(tokens), {{"config", cfg}, {"median_us", 1.0}}}}}};
+  std::ofstream(path) << t.dump(1);
+}
+
+TEST(RuntimeKernelLayer, StagesArePinnedFromTheKernelsOwnTables) {
+  const auto dir = moe::testing::fresh_temp_dir("kernel-layer");
+  const Params tuned{{"d_split", std::int64_t{2}}, {"tokens_per_task", std::int64_t{8}}};
+  write_combine_table(dir.string(), 16, tuned);
+  KernelOptions o;
+  o.backend = Backend::cpu;
+  o.table_dirs = std::vector<std::string>{dir.string()};
+  o.quiet = true;
+  const Kernel k("moe-layer", layer_problem(), o);
+  EXPECT_EQ(k.config(16).s("combine"), "d_split=2;tokens_per_task=8") << k.describe(16);
+  EXPECT_NE(k.config(16).s("router"), "auto");  // every stage named, none left to a call
+
+  // Elsewhere (an empty folder) the same layer gets the stage defaults, not that table.
+  KernelOptions none = o;
+  none.table_dirs = std::vector<std::string>{(dir / "empty").string()};
+  const Kernel d("moe-layer", layer_problem(), none);
+  EXPECT_NE(d.config(16).s("combine"), "d_split=2;tokens_per_task=8");
+
+  // A call runs the pinned configs and matches the reference.
+  Params p = layer_problem();
+  p.set("tokens", std::int64_t{16});
+  InputOptions opt;
+  opt.seed = 3;
+  const auto prep = tuner::prepare(family("moe-layer"), p, opt);
+  TensorMap out = allocate(prep.output_specs);
+  for (auto& [n, t] : out) poison_host(t.ref());
+  RefMap in_refs, out_refs;
+  for (auto& [n, t] : prep.inputs) in_refs[n] = t.ref();
+  for (auto& [n, t] : out) out_refs[n] = t.ref();
+  std::vector<std::byte> ws(k.workspace_bytes(16));
+  k.run(16, in_refs, out_refs, nullptr, ws.data(), ws.size());
+  const Validation v = family("moe-layer").validate(prep.problem, prep.inputs, out, prep.reference);
+  EXPECT_TRUE(v.ok) << v.summary();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
