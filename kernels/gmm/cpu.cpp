@@ -159,11 +159,24 @@ MOE_GMM_CPU_INLINE void to_f32(const std::uint16_t* src, std::int64_t n, std::in
 
 // Round to nearest even as moe::float_to_bf16 does, inline: the down stage stores one output
 // per ~K/8 vector FMAs, where a call per element shows.
-std::uint16_t to_bf16(float v) {
+MOE_GMM_CPU_INLINE std::uint16_t to_bf16(float v) {
   std::uint32_t u;
   std::memcpy(&u, &v, sizeof u);
   if (std::isnan(v)) return static_cast<std::uint16_t>((u >> 16) | 0x40);
   return static_cast<std::uint16_t>((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
+}
+
+// moe::float_to_f16 is a call with branches per element, as slow as the down stage's math;
+// the compiler's _Float16 conversion rounds the same way (one instruction with F16C).
+MOE_GMM_CPU_INLINE std::uint16_t to_f16(float v) {
+#if defined(__FLT16_MAX__)
+  const auto h = static_cast<_Float16>(v);
+  std::uint16_t u;
+  std::memcpy(&u, &h, sizeof u);
+  return u;
+#else
+  return float_to_f16(v);
+#endif
 }
 
 // Asks for base[at, at + n) (what lies inside [0, size)) to be brought into the cache.
@@ -276,7 +289,7 @@ MOE_GMM_CPU_CLONES void run_tile(const Job& j, const Tile& t, Scratch& s) {
       float v = ci[jj];
       if (j.parts == 2) v = v / (1.0f + std::exp(-v)) * ci[n + jj];
       else if (j.rw) v *= j.rw[r];
-      y[jj] = j.f16 ? float_to_f16(v) : to_bf16(v);
+      y[jj] = j.f16 ? to_f16(v) : to_bf16(v);
     }
   }
 }
