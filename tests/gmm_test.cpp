@@ -193,7 +193,7 @@ TEST(GmmCpu, EveryConfigOnRaggedTails) {
   for (const char* stage : {"up", "down"})
     for (const char* dt : {"bf16", "f16"}) {
       const bool down = std::string(stage) == "down";
-      Params pr = gmm_problem(8, 6, 2, 0, 100, 37, 1, stage, dt);
+      Params pr = gmm_problem(10, 6, 2, 0, 100, 37, 1, stage, dt);
       if (down) pr.set("routed_weight", std::int64_t{1});
       TensorMap given;
       given["offsets"] = i32_tensor({0, 0, 1, 3, 7, 12, 19});
