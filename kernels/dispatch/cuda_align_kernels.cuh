@@ -89,7 +89,7 @@ __device__ void warp_place(const Dev& a, const short* le, long long base, long l
     const unsigned peers = __match_any_sync(kFull, e);
     if (e >= 0) {
       const long long row = static_cast<long long>(next[e]) + __popc(peers & below);
-      const bool ok = row < a.rows;  // only a mis-sized output could fail this
+      const bool ok = row >= 0 && row < a.rows;  // only a mis-sized output (or broken counts) fails this
       a.dst[f] = ok ? static_cast<int>(row) : -1;
       if (ok) a.src[row] = static_cast<int>(f);
     } else if (f < s1) {
