@@ -106,6 +106,11 @@ def nearest_tokens(available, wanted):
     return min(sorted(available), key=lambda t: abs(math.log2(t) - math.log2(wanted)))
 
 
+
+# The two series every per-family plot draws.
+SERIES_STYLES = {"best": dict(color="#1f77b4", marker="o", linestyle="-", label="fastest config"),
+                 "default": dict(color="#ff7f0e", marker="s", linestyle="--", label="default config")}
+
 class Group:
     """The records of one (family, problem)."""
 
@@ -221,12 +226,10 @@ class Plotter:
         if not data["best"][0]:
             return
         fig, ax = self.plt.subplots(figsize=(8, 5.2), layout="constrained")
-        styles = {"best": dict(color="#1f77b4", marker="o", linestyle="-", label="fastest config"),
-                  "default": dict(color="#ff7f0e", marker="s", linestyle="--", label="default config")}
         for label, z in (("best", 3), ("default", 2)):
             xs, ys, lo, hi = data[label]
             if xs:
-                ax.errorbar(xs, ys, yerr=[lo, hi], capsize=3, markersize=5, linewidth=1.5, zorder=z, **styles[label])
+                ax.errorbar(xs, ys, yerr=[lo, hi], capsize=3, markersize=5, linewidth=1.5, zorder=z, **SERIES_STYLES[label])
         # The speed-up over the default, where there is one worth reading.
         dflt = dict(zip(data["default"][0], data["default"][1]))
         for t, y in zip(data["best"][0], data["best"][1]):
@@ -255,12 +258,10 @@ class Plotter:
         if not data["best"][0]:
             return
         fig, ax = self.plt.subplots(figsize=(8, 5.2), layout="constrained")
-        styles = {"best": dict(color="#1f77b4", marker="o", linestyle="-", label="fastest config"),
-                  "default": dict(color="#ff7f0e", marker="s", linestyle="--", label="default config")}
         for label, z in (("best", 3), ("default", 2)):
             xs, ys, _, _ = data[label]
             if xs:
-                ax.plot(xs, ys, markersize=5, linewidth=1.5, zorder=z, **styles[label])
+                ax.plot(xs, ys, markersize=5, linewidth=1.5, zorder=z, **SERIES_STYLES[label])
         top = max(data["best"][1] + data["default"][1])
         if has_pct:
             what = f"measured copy bandwidth {peak:.0f} GB/s" if number(peak) else "measured peak"

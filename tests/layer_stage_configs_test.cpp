@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stage_tables.hpp"
 #include "temp_dirs.hpp"
 #include "layer/stage_configs.hpp"
 #include "moe/cuda_device.hpp"
@@ -41,18 +42,6 @@ moe::Params all_auto() {
 }
 
 fs::path temp_dir(const std::string& name) { return moe::testing::fresh_temp_dir("stagecfg-" + name); }
-
-// A one-entry table for `stage`'s problem at `tokens`, in the layout runtime dispatch reads.
-void write_table(const fs::path& dir, const moe::Stage& stage, std::int64_t tokens, const moe::Params& config) {
-  const std::string path = moe::runtime::table_path(dir.string(), "cpu", stage.family, moe::runtime::problem_key(stage.problem));
-  fs::create_directories(fs::path(path).parent_path());
-  nlohmann::json t = {{"schema", moe::runtime::kTableSchema},
-                      {"kernel", stage.family},
-                      {"backend", "cpu"},
-                      {"device", "cpu"},
-                      {"entries", {{std::to_string(tokens), {{"config", moe::runtime::params_to_json(config)}}}}}};
-  std::ofstream(path) << t.dump(1);
-}
 
 // The n-th valid config of the stage that is not its default: picking it proves the table was read.
 moe::Params non_default(const moe::Stage& s, const moe::DeviceInfo& dev, int n = 0) {
@@ -107,9 +96,9 @@ TEST(LayerStageConfigs, AutoTakesTheTableEntryFromTheGivenDirsFirst) {
   const moe::Params L = complete_layer(layer_problem(16, 56));
   const std::vector<moe::Stage> stages = moe::layer_stages(L);
   const moe::Params want_router = non_default(stages[0], dev), want_down = non_default(stages[3], dev);
-  write_table(a, stages[0], 16, want_router);
-  write_table(b, stages[0], 16, non_default(stages[0], dev, 1));
-  write_table(b, stages[3], 8, want_down);  // only in the second dir, and for another token count
+  moe::testing::write_stage_table(a, stages[0], 16, want_router);
+  moe::testing::write_stage_table(b, stages[0], 16, non_default(stages[0], dev, 1));
+  moe::testing::write_stage_table(b, stages[3], 8, want_down);  // only in the second dir, and for another token count
   const moe::ResolvedLayer r = moe::resolve_layer(moe::Backend::cpu, L, all_auto(), dev, {a.string(), b.string()}, true);
   EXPECT_EQ(r.choices[0].how, "exact");
   EXPECT_EQ(r.choices[0].config, want_router);

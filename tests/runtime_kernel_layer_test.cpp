@@ -2,14 +2,12 @@
 // table folders, once per token key, and a call runs exactly those stage configs.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "layer/stages.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/moe.hpp"
-#include "runtime/table.hpp"
+#include "stage_tables.hpp"
 #include "temp_dirs.hpp"
 #include "tuner/harness.hpp"
 
@@ -24,30 +22,18 @@ Params layer_problem() {
 }
 
 // A cpu table for the layer's combine stage with one entry at `tokens`.
-void write_combine_table(const std::string& dir, std::int64_t tokens, const Params& config) {
+void write_combine_table(const std::filesystem::path& dir, std::int64_t tokens, const Params& config) {
   Params L = layer_problem();
   L.set("tokens", tokens);
   L = complete(family("moe-layer").problem_params, L, "layer");
-  Params combine;
   for (const Stage& s : layer_stages(L))
-    if (s.name == "combine") combine = s.problem;
-  const std::string path = runtime::table_path(dir, "cpu", "combine", runtime::problem_key(combine));
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  nlohmann::json cfg = nlohmann::json::object();
-  for (auto& [k, v] : config.values()) cfg[k] = std::get<std::int64_t>(v);
-  nlohmann::json t = {{"schema", "moebench/config-table@1"},
-                      {"kernel", "combine"},
-                      {"backend", "cpu"},
-                      {"device", "cpu"},
-                      {"problem_key", runtime::problem_key(combine)},
-                      {"entries", {{std::to_string(tokens), {{"config", cfg}, {"median_us", 1.0}}}}}};
-  std::ofstream(path) << t.dump(1);
+    if (s.name == "combine") moe::testing::write_stage_table(dir, s, tokens, config);
 }
 
 TEST(RuntimeKernelLayer, StagesArePinnedFromTheKernelsOwnTables) {
   const auto dir = moe::testing::fresh_temp_dir("kernel-layer");
   const Params tuned{{"d_split", std::int64_t{2}}, {"tokens_per_task", std::int64_t{8}}};
-  write_combine_table(dir.string(), 16, tuned);
+  write_combine_table(dir, 16, tuned);
   KernelOptions o;
   o.backend = Backend::cpu;
   o.table_dirs = std::vector<std::string>{dir.string()};

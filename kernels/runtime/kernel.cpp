@@ -61,18 +61,18 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
   auto resolve = [&](std::int64_t tokens, const Params* given, std::string why) {
     Params q = m.problem;
     q.set("tokens", tokens);
+    const Params def = m.backend->default_config(q, m.dev);  // named: a range-for over a temporary's member dangles
     Params c;
     if (given) {
       c = *given;
     } else if (m.backend->pin_config) {
-      c = m.backend->default_config(q, m.dev);  // its own choices come from the stages' tables
+      c = def;  // its own choices come from the stages' tables
       if (why.empty()) why = "stages pinned from their tables";
     } else {
       const runtime::Choice ch = runtime::choose_config(*m.family, o.backend, q, m.dev, table_dirs(o), o.quiet);
       c = ch.config;
       if (why.empty()) why = ch.reason;
     }
-    const Params def = m.backend->default_config(q, m.dev);  // named: a range-for over a temporary's member dangles
     for (auto& [k, v] : def.values())
       if (!c.has(k)) c.set(k, v);
     c = complete(m.backend->config_params, c, name + " config");
