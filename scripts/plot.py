@@ -106,10 +106,10 @@ def nearest_tokens(available, wanted):
     return min(sorted(available), key=lambda t: abs(math.log2(t) - math.log2(wanted)))
 
 
-
 # The two series every per-family plot draws.
 SERIES_STYLES = {"best": dict(color="#1f77b4", marker="o", linestyle="-", label="fastest config"),
                  "default": dict(color="#ff7f0e", marker="s", linestyle="--", label="default config")}
+
 
 class Group:
     """The records of one (family, problem)."""
