@@ -214,7 +214,7 @@ json make_meta(SweepState& s, const JournalContents& jc, double wall_s) {
                {"driver", cuda_driver_version()},
                {"cuda_runtime", cuda_runtime_version()},
                {"version", version_string()},
-               {"git", MOEBENCH_GIT},
+               {"git", git_revision()},
                {"command", o.command},
                {"host", host},
                {"written", utc_now()},
