@@ -142,10 +142,13 @@ def group_records(results):
 
 
 def setup_matplotlib():
+    # scripts/setup.sh unpacks matplotlib into the project's deps folder, not the system Python.
+    deps = os.environ.get("MOEBENCH_DEPS_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".deps")
+    sys.path.append(os.path.join(deps, "python"))
     try:
         import matplotlib
     except ImportError:
-        fail("matplotlib is not installed: run scripts/setup.sh, or python3 -m pip install matplotlib")
+        fail("matplotlib is not installed: run scripts/setup.sh (it unpacks matplotlib into .deps/python)")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator

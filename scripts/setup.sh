@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing (Debian packages, Python packages), configures and builds moebench.
+# Installs what is missing (Debian packages; pinned wheels unpacked into .deps/), configures and
+# builds moebench.
 # Usage: scripts/setup.sh [build-dir]   (default: build). Idempotent: a second run only rebuilds.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -9,6 +10,8 @@ need_apt=()
 for pkg in cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# pip only downloads the pinned wheels (scripts/wheels.txt); nothing is pip-installed.
+python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3 python3-pip)
 if ((${#need_apt[@]})); then
   echo "setup: installing ${need_apt[*]}"
   sudo_cmd=""
@@ -17,11 +20,39 @@ if ((${#need_apt[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-# The plots and the peer-comparison scripts use numpy/matplotlib; the C++ build does not.
-if command -v python3 >/dev/null; then
-  python3 -c "import numpy, matplotlib" 2>/dev/null ||
-    python3 -m pip install -q numpy matplotlib 2>/dev/null ||
-    echo "setup: note: could not install numpy/matplotlib with pip; plots and numpy-based tests will be skipped"
+deps=${MOEBENCH_DEPS_DIR:-$root/.deps}
+mkdir -p "$deps/wheels"
+
+# unpack_wheel NAME==VERSION: download the pinned wheel (no dependencies) and unzip it into
+# $deps/NAME, once; a second run reuses it.
+unpack_wheel() {
+  local spec=$1 name=${1%%==*} dest="$deps/${1%%==*}"
+  [ -f "$dest/.unpacked-$spec" ] && return 0
+  echo "setup: fetching $spec"
+  rm -rf "$dest" && mkdir -p "$dest"
+  python3 -m pip download -q --no-deps --only-binary=:all: "$spec" -d "$deps/wheels" ||
+    { echo "setup: error: could not download $spec from PyPI" >&2; exit 1; }
+  local whl
+  whl=$(ls "$deps/wheels/${name//-/_}-${spec##*==}-"*.whl | head -n 1)
+  python3 -m zipfile -e "$whl" "$dest"
+  find "$dest" -path '*/bin/*' -type f -exec chmod +x {} +
+  touch "$dest/.unpacked-$spec"
+}
+while read -r spec _; do
+  case "$spec" in ''|'#'*) continue ;; esac
+  unpack_wheel "$spec"
+done < "$root/scripts/wheels.txt"
+
+# The plots and the numpy cross-checks use numpy/matplotlib; the C++ build does not. They go
+# into $deps/python (the scripts put it on sys.path; the tests get it through PYTHONPATH).
+if ! PYTHONPATH="$deps/python" python3 -c "import numpy, matplotlib" 2>/dev/null; then
+  echo "setup: fetching numpy and matplotlib (and what they need) into $deps/python"
+  rm -rf "$deps/wheels/python"
+  if python3 -m pip download -q --disable-pip-version-check --only-binary=:all: numpy matplotlib -d "$deps/wheels/python"; then
+    for whl in "$deps/wheels/python"/*.whl; do python3 -m zipfile -e "$whl" "$deps/python"; done
+  else
+    echo "setup: note: could not fetch numpy/matplotlib; plots and numpy-based tests will be skipped"
+  fi
 fi
 
 if ! command -v nvcc >/dev/null; then
@@ -34,5 +65,5 @@ command -v nvcc >/dev/null || {
   exit 1
 }
 
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${MOEBENCH_CMAKE_ARGS:-} >/dev/null
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEBENCH_DEPS_DIR="$deps" ${MOEBENCH_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j "${MOEBENCH_JOBS:-$(nproc)}"
