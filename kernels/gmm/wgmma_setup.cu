@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "gmm/wgmma_kernels.cuh"
+#include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 
 namespace moe::gmm::wgmma {
