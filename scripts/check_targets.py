@@ -57,11 +57,15 @@ def measure(target, docs, peers):
         gbps = total_bytes / (total_us * 1e-6) * 1e-9
         return 100.0 * gbps / copy, f"{gbps:.0f} of {copy:.0f} GB/s in {total_us:.1f} us", configs
     if metric == "pct_peer":
-        peer = peers.get(target["id"])
-        if not peer or peer.get("tflops", 0) <= 0:
-            return None, "no peer measurement (run scripts/peers.py on the GPU)", configs
-        return 100.0 * rec["tflops"] / peer["tflops"], \
-            f"{rec['tflops']:.0f} vs {peer['name']} {peer['tflops']:.0f} TFLOP/s", configs
+        # "peer": "grouped_mm" judges against torch._grouped_mm, else cuBLAS's dense GEMM.
+        peer = peers.get(target["id"]) or {}
+        grouped = target.get("peer") == "grouped_mm"
+        tflops = peer.get("grouped_mm_tflops" if grouped else "tflops", 0)
+        name = "torch._grouped_mm" if grouped else peer.get("name", "")
+        if tflops <= 0:
+            why = peer.get("grouped_mm_error", "") if grouped else ""
+            return None, "no peer measurement (run scripts/peers.py on the GPU)" + (f": {why}" if why else ""), configs
+        return 100.0 * rec["tflops"] / tflops, f"{rec['tflops']:.0f} vs {name} {tflops:.0f} TFLOP/s", configs
     raise ValueError(f"target {target['id']}: unknown metric {metric!r}")
 
 

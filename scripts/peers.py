@@ -3,9 +3,10 @@
 
 For every target of scripts/targets.json whose metric is pct_peer (gmm prefill), read the
 problem from that target's sweep results (DIR/<id>/0/results.json) and time cuBLAS's dense
-bf16 GEMM on the same FLOPs (torch.matmul of [rows, K] x [K, N], rows = tokens * slots), and,
-for information, torch._grouped_mm on the same experts where this torch has it. Writes
-DIR/peers.json for scripts/check_targets.py.
+bf16 GEMM on the same FLOPs (torch.matmul of [rows, K] x [K, N], rows = the rows the sweep's
+problem routed to its local experts), and torch._grouped_mm on the same local experts with
+equal rows each, where this torch has it (a target with "peer": "grouped_mm" is judged
+against that one). Writes DIR/peers.json for scripts/check_targets.py.
 
 usage: peers.py DIR [--targets scripts/targets.json] [--iters 20]
 """
@@ -33,11 +34,22 @@ def median_ms(torch, fn, iters):
     return statistics.median(times)
 
 
-def gemm_shape(problem, tokens):
-    """(rows, N, K) of the gmm stage: rows routed to the experts, up: [D] -> [2I], down: [I] -> [D]."""
-    rows = tokens * (problem["topk"] + problem.get("shared", 0))
+def gemm_shape(problem, tokens, flops=0):
+    """(rows, N, K) of the gmm stage, up: [D] -> [2I], down: [I] -> [D]. The rows are those of the
+    sweep's record (its FLOPs), so an expert-parallel slice is compared on its own rows; without
+    them, every token's slots."""
     D, I = problem["hidden"], problem["intermediate"]
-    return (rows, 2 * I, D) if problem["stage"] == "up" else (rows, D, I)
+    N, K = (2 * I, D) if problem["stage"] == "up" else (D, I)
+    rows = round(flops / (2.0 * N * K)) if flops > 0 else tokens * (problem["topk"] + problem.get("shared", 0))
+    return rows, N, K
+
+
+def local_experts(problem):
+    """Experts of the problem's slice (--ep), every one when it names none."""
+    total = problem["experts"] + problem.get("shared", 0)
+    begin, end = problem.get("expert_begin", 0), problem.get("expert_end", -1)
+    end = total if end is None or end < 0 else end
+    return max(end - begin, 1)
 
 
 def main():
@@ -68,21 +80,25 @@ def main():
             print(f"peers.py: {t['id']}: no record at tokens={t['tokens']}", file=sys.stderr)
             continue
         problem = recs[0]["problem"]
-        M, N, K = gemm_shape(problem, t["tokens"])
+        M, N, K = gemm_shape(problem, t["tokens"], recs[0].get("flops", 0))
         x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
         ms = median_ms(torch, lambda: torch.matmul(x, w), a.iters)
         entry = {"name": "cuBLAS dense bf16 GEMM (torch.matmul)", "shape": [M, N, K],
                  "median_ms": ms, "tflops": 2.0 * M * N * K / (ms * 1e-3) * 1e-12,
                  "torch": torch.__version__, "device": torch.cuda.get_device_name()}
-        # The grouped peer, for information: equal rows per expert over the problem's experts.
-        E = problem["experts"] + problem.get("shared", 0)
-        if hasattr(torch, "_grouped_mm") and M % E == 0:
+        # The grouped peer: the slice's experts with equal rows each (the rows that do not
+        # divide evenly are left out, and its FLOPs counted without them).
+        E = local_experts(problem)
+        per = M // E
+        if hasattr(torch, "_grouped_mm") and per > 0:
             try:
                 wg = torch.randn(E, N, K, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
-                offs = torch.arange(M // E, M + 1, M // E, device="cuda", dtype=torch.int32)
-                gms = median_ms(torch, lambda: torch._grouped_mm(x, wg, offs=offs), a.iters)
-                entry["grouped_mm_tflops"] = 2.0 * M * N * K / (gms * 1e-3) * 1e-12
+                xg = x[: per * E]
+                offs = torch.arange(per, per * E + 1, per, device="cuda", dtype=torch.int32)
+                gms = median_ms(torch, lambda: torch._grouped_mm(xg, wg, offs=offs), a.iters)
+                entry["grouped_mm_tflops"] = 2.0 * per * E * N * K / (gms * 1e-3) * 1e-12
+                del wg
             except Exception as e:  # an optional peer: say why it is absent
                 entry["grouped_mm_error"] = str(e).splitlines()[0][:200]
         peers[t["id"]] = entry

@@ -342,6 +342,36 @@ TEST(ScriptsTargets, SweepsJudgesAndResumes) {
   fs::remove_all(dir);
 }
 
+TEST(ScriptsTargets, PeerTargetsJudgeAgainstTheNamedPeer) {
+  // Two pct_peer targets on one gmm sweep: the plain one against cuBLAS's dense GEMM, the one
+  // with "peer": "grouped_mm" against torch._grouped_mm (peers.json as scripts/peers.py writes it).
+  const fs::path dir = temp_dir("peer-targets");
+  const fs::path targets = dir / "targets.json";
+  const std::string sweep = R"([["gmm", "--experts", "8", "--topk", "2", "--hidden", "64", "--intermediate", "32"]])";
+  std::ofstream(targets) << R"({"schema": "moebench/targets@1", "targets": [
+    {"id": "dense", "issue": 11, "name": "dense", "sweeps": )" << sweep << R"(, "tokens": 4, "metric": "pct_peer", "min": 70},
+    {"id": "grouped", "issue": 11, "name": "grouped", "sweeps": )" << sweep << R"(, "tokens": 4, "metric": "pct_peer",
+     "peer": "grouped_mm", "min": 100},
+    {"id": "no-grouped", "issue": 11, "name": "no grouped", "sweeps": )" << sweep << R"(, "tokens": 4, "metric": "pct_peer",
+     "peer": "grouped_mm", "min": 100}]})";
+  const fs::path out = dir / "out";
+  ASSERT_EQ(gpu_targets(targets, out).code, 0);
+  std::ofstream(out / "peers.json") << R"j({"schema": "moebench/peers@1", "peers": {
+    "dense": {"name": "cuBLAS dense bf16 GEMM (torch.matmul)", "tflops": 1e6, "grouped_mm_tflops": 1e-9},
+    "grouped": {"name": "cuBLAS dense bf16 GEMM (torch.matmul)", "tflops": 1e6, "grouped_mm_tflops": 1e-9},
+    "no-grouped": {"name": "cuBLAS dense bf16 GEMM (torch.matmul)", "tflops": 1e6, "grouped_mm_error": "not built"}}})j";
+  const Proc r = sh("python3 " + quote(kSource / "scripts" / "check_targets.py") + " " + quote(out) + " --targets " +
+                    quote(targets));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json report = json::parse(slurp(out / "targets-report.json"));
+  EXPECT_EQ(target_row(report, "dense")->at("met"), false) << r.out;
+  EXPECT_EQ(target_row(report, "grouped")->at("met"), true) << r.out;
+  EXPECT_NE(r.out.find("torch._grouped_mm"), std::string::npos) << r.out;
+  EXPECT_TRUE(target_row(report, "no-grouped")->at("met").is_null()) << r.out;
+  EXPECT_NE(r.out.find("not built"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
 TEST(ScriptsTargets, EveryShippedTargetIsAProblemTheCliAccepts) {
   // scripts/targets.json names sweeps by CLI flags: each must still parse as a problem
   // (lookup parses it and resolves a config without running anything).

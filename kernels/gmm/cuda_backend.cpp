@@ -7,6 +7,7 @@
 
 #include "gmm/cuda_configs.hpp"
 #include "gmm/detail.hpp"
+#include "gmm/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 
@@ -153,6 +154,18 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
 
 namespace {
 
+// The cuda backend runs two kernels (`kernel=mma|wgmma`), each reading its own parameters: one
+// set away from its default under the other kernel is a mistake worth saying so.
+std::string foreign_params(const std::vector<ParamSpec>& specs, const Params& config) {
+  const bool wg = wgmma::selected(config);
+  for (const auto& name : wg ? wgmma::kMmaOnly : wgmma::kWgmmaOnly)
+    for (const auto& spec : specs)
+      if (spec.name == name && config.has(name) && !(config.at(name) == spec.default_value))
+        return name + " is a kernel=" + (wg ? "mma" : "wgmma") + " parameter: leave it at its default (" +
+               value_str(spec.default_value) + ") with kernel=" + (wg ? "wgmma" : "mma");
+  return {};
+}
+
 }  // namespace
 
 BackendImpl cuda_backend() {
@@ -168,13 +181,19 @@ BackendImpl cuda_backend() {
       int_param("split_k", 1, 1, 8, "K split over CTAs, fp32 partials summed in order (1,2,3,4,6,8)"),
       int_param("group_m", 1, 1, 8, "tile order: M-tiles walked per N-tile (1,4,8); >1 reuses weight tiles in L2"),
   };
-  b.invalid_reason = [](const Params& problem, const Params& config, const DeviceInfo& dev) {
-    return cuda::invalid_reason(GmmSpec::parse(problem), cuda::parse_config(config), dev);
+  for (auto& p : wgmma::config_params()) b.config_params.push_back(p);
+  b.invalid_reason = [specs = b.config_params](const Params& problem, const Params& config, const DeviceInfo& dev) {
+    std::string why = foreign_params(specs, config);
+    if (!why.empty()) return why;
+    const GmmSpec s = GmmSpec::parse(problem);
+    if (wgmma::selected(config)) return wgmma::invalid_reason(s, wgmma::parse_config(config), dev);
+    return cuda::invalid_reason(s, cuda::parse_config(config), dev);
   };
-  b.space = [](const Params& problem, const DeviceInfo& dev, bool full) {
+  b.space = [specs = b.config_params](const Params& problem, const DeviceInfo& dev, bool full) {
     const GmmSpec s = GmmSpec::parse(problem);
     const double rows = s.avg_rows_per_expert();
     std::vector<Params> v;
+    auto add = [&](const Params& p) { v.push_back(complete(specs, p, "gmm cuda config")); };
     for (auto& e : cuda::tiles())
       for (int split : cuda::kSplits)
         for (int group_m : cuda::kGroupM) {
@@ -190,11 +209,19 @@ BackendImpl cuda_backend() {
             if (split > 1 && (rows > 64 || split == 3 || split == 6)) continue;
             if (group_m == 4) continue;
           }
-          v.push_back(cuda::config_params(c));
+          add(cuda::config_params(c));
         }
+    // The Hopper grouped GEMM: its tiles are 64 or 128 rows tall, so the curated space offers it
+    // where experts have about a tile of rows.
+    for (auto& e : wgmma::entries()) {
+      const wgmma::Config c{e.shape};
+      if (!wgmma::invalid_reason(s, c, dev).empty()) continue;
+      if (!full && rows < 0.5 * e.shape.bm) continue;
+      add(wgmma::config_params(c));
+    }
     return v;
   };
-  b.default_config = [](const Params& problem, const DeviceInfo& dev) {
+  b.default_config = [specs = b.config_params](const Params& problem, const DeviceInfo& dev) {
     const GmmSpec s = GmmSpec::parse(problem);
     const double rows = s.avg_rows_per_expert();
     const cuda::TileShape pick = rows <= 16   ? cuda::TileShape{16, 64, 64, 1, 4, 4}
@@ -208,13 +235,17 @@ BackendImpl cuda_backend() {
           c.shape = e.shape;
           break;
         }
-    return cuda::config_params(c);
+    return complete(specs, cuda::config_params(c), "gmm cuda config");
   };
   b.workspace_bytes = [](const Params& problem, const Params& config) {
+    if (wgmma::selected(config)) return wgmma::workspace_bytes(GmmSpec::parse(problem), wgmma::parse_config(config));
     return cuda::workspace_bytes(GmmSpec::parse(problem), cuda::parse_config(config));
   };
   b.run = [](const Params& problem, const Params& config, const RefMap& in, const RefMap& out,
              const LaunchContext& ctx) {
+    if (wgmma::selected(config))
+      return wgmma::run(GmmSpec::parse(problem), wgmma::parse_config(config), in, out, ctx.workspace,
+                        ctx.workspace_bytes, ctx.stream);
     cuda::run(GmmSpec::parse(problem), cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes,
               ctx.stream);
   };

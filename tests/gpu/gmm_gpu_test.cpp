@@ -16,6 +16,7 @@
 #include "gmm/cublas_reference.hpp"
 #include "gmm/cuda_configs.hpp"
 #include "gmm/family.hpp"
+#include "gmm/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "tuner/device_tensors.hpp"
@@ -51,17 +52,32 @@ struct Case {
   }
 };
 
-// One config: poisoned outputs, run, synchronise, both checks. Empty string: pass.
-std::string check(const Case& c, const Params& config, int max_ctas = 0, Tensor* out = nullptr) {
+// Runs one config on the device: the mma kernel with its CTA cap, the wgmma one (no cap: CUTLASS
+// sizes its persistent grid) through `ws` when given (its plan is kept per workspace).
+void run_config(const Case& c, const Params& config, DeviceTensors& dout, int max_ctas, DeviceBuffer* given_ws) {
   const GmmSpec s = GmmSpec::parse(c.p.problem);
+  if (gmm::wgmma::selected(config)) {
+    const auto cfg = gmm::wgmma::parse_config(config);
+    DeviceBuffer own(given_ws ? 0 : gmm::wgmma::workspace_bytes(s, cfg));
+    DeviceBuffer& ws = given_ws ? *given_ws : own;
+    gmm::wgmma::run(s, cfg, c.din.refs(), dout.refs(), ws.get(), ws.size(), nullptr);
+    return;
+  }
   const gmm::cuda::Config cfg = gmm::cuda::parse_config(config);
+  DeviceBuffer ws(gmm::cuda::workspace_bytes(s, cfg));
+  gmm::cuda::run(s, cfg, c.din.refs(), dout.refs(), ws.get(), ws.size(), nullptr, max_ctas);
+}
+
+// One config: poisoned outputs, run, synchronise, both checks. Empty string: pass.
+std::string check(const Case& c, const Params& config, int max_ctas = 0, Tensor* out = nullptr,
+                  DeviceBuffer* ws = nullptr) {
+  const GmmSpec s = GmmSpec::parse(c.p.problem);
   const std::string what = c.p.problem.str() + " config " + config.str() +
                            (max_ctas ? " max_ctas=" + std::to_string(max_ctas) : std::string()) + ": ";
   try {
     DeviceTensors dout = DeviceTensors::alloc(c.p.output_specs);
     dout.poison();
-    DeviceBuffer ws(gmm::cuda::workspace_bytes(s, cfg));
-    gmm::cuda::run(s, cfg, c.din.refs(), dout.refs(), ws.get(), ws.size(), nullptr, max_ctas);
+    run_config(c, config, dout, max_ctas, ws);
     cuda_check(cudaDeviceSynchronize(), "gmm kernel");
     TensorMap got = dout.download();
     const Validation v = F().validate(c.p.problem, c.p.inputs, got, c.p.reference);
@@ -205,6 +221,69 @@ TEST_F(GmmGpu, ThroughTheHarness) {
         EXPECT_TRUE(o.validation.ok) << p.problem.str() << " " << full.str() << ": " << o.validation.summary();
       }
     }
+}
+
+// The wgmma configs of the full space, named (the spaces above include them on sm_90 only).
+std::vector<Params> wgmma_configs(const Params& problem, const DeviceInfo& dev) {
+  std::vector<Params> v;
+  for (auto& cfg : impl().space(problem, dev, true))
+    if (gmm::wgmma::selected(cfg)) v.push_back(cfg);
+  return v;
+}
+
+TEST_F(GmmGpu, WgmmaEveryShapeAgainstCublas) {
+  if (dev.cc_major != 9 || dev.cc_minor != 0) GTEST_SKIP() << "kernel=wgmma needs sm_90; this is " << dev.name;
+  // Ragged experts (empty, 1 row, no tile multiple), N and K not multiples of any tile, f16 where built.
+  for (const char* dt : {"bf16", "f16"})
+    for (const char* stage : {"up", "down"}) {
+      TensorMap given;
+      given["offsets"] = i32_tensor({0, 0, 1, 1, 38, 300, 300, 433, 433});
+      Params pr = gmm_problem(300, 8, 2, 0, 264, 200, 1, stage, dt);
+      if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
+      const Case c(pr, seeded(13), given);
+      const auto cfgs = wgmma_configs(c.p.problem, dev);
+      std::size_t built = 0;
+      for (auto& e : gmm::wgmma::entries()) built += e.get(parse_dtype(dt)) ? 1 : 0;
+      EXPECT_EQ(cfgs.size(), built);
+      std::string fails;
+      for (auto& cfg : cfgs) fails += check(c, cfg);
+      EXPECT_TRUE(fails.empty()) << fails;
+    }
+}
+
+TEST_F(GmmGpu, WgmmaPlanServesNewTensorsAndGraphs) {
+  if (dev.cc_major != 9 || dev.cc_minor != 0) GTEST_SKIP() << "kernel=wgmma needs sm_90; this is " << dev.name;
+  for (const char* stage : {"up", "down"}) {
+    Params pr = gmm_problem(512, 16, 4, 0, 512, 256, 8, stage);
+    if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
+    const Case a(pr, seeded(14)), b(pr, seeded(15, "zipf"));
+    for (auto& cfg : wgmma_configs(a.p.problem, dev)) {
+      // One workspace, so one plan: the second call's tensors and row counts reach CUTLASS
+      // only through the arrays the setup kernel writes.
+      const GmmSpec s = GmmSpec::parse(a.p.problem);
+      DeviceBuffer ws(gmm::wgmma::workspace_bytes(s, gmm::wgmma::parse_config(cfg)));
+      EXPECT_EQ(check(a, cfg, 0, nullptr, &ws), "");
+      EXPECT_EQ(check(b, cfg, 0, nullptr, &ws), "");
+      // A planned call captures into a CUDA graph (no sync, no attribute calls) and replays right.
+      DeviceTensors dout = DeviceTensors::alloc(a.p.output_specs);
+      dout.poison();
+      cudaStream_t st;
+      ASSERT_EQ(cudaStreamCreate(&st), cudaSuccess);
+      cudaGraph_t g;
+      ASSERT_EQ(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+      gmm::wgmma::run(s, gmm::wgmma::parse_config(cfg), a.din.refs(), dout.refs(), ws.get(), ws.size(), st);
+      ASSERT_EQ(cudaStreamEndCapture(st, &g), cudaSuccess) << cfg.str();
+      cudaGraphExec_t ex;
+      ASSERT_EQ(cudaGraphInstantiate(&ex, g, 0), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(ex, st), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+      const Validation v = F().validate(a.p.problem, a.p.inputs, dout.download(), a.p.reference);
+      EXPECT_TRUE(v.ok) << cfg.str() << ": " << v.summary();
+      cudaGraphExecDestroy(ex);
+      cudaGraphDestroy(g);
+      cudaStreamDestroy(st);
+    }
+  }
 }
 
 TEST_F(GmmGpu, DefaultsAreValidOnThisDevice) {

@@ -1,0 +1,121 @@
+#pragma once
+// The Hopper grouped GEMM (CUTLASS sm90 ptr-array, wgmma + TMA, warp-specialized) as the cuda
+// backend sees it: its instantiated shapes, the device arrays a small setup kernel fills from
+// `offsets`, and how the host plans a config once and then only launches. Plain C++ (no CUDA or
+// CUTLASS types) so the backend description and the cpu tests can include it.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmm/spec.hpp"
+#include "moe/family.hpp"
+
+namespace moe::gmm::wgmma {
+
+// One CUTLASS instantiation: CTA tile, cluster and schedule (cooperative: two consumer
+// warpgroups share a tile; pingpong: they alternate tiles, hiding the epilogue).
+struct TileShape {
+  int bm = 128, bn = 128, bk = 64;
+  int cluster_m = 1, cluster_n = 1;
+  bool pingpong = false;
+  bool operator==(const TileShape&) const = default;
+};
+std::string shape_str(const TileShape& s);  // "128x128x64 cooperative cluster 1x1"
+
+// Per-expert arguments of the grouped GEMM, written on the device by the setup kernel (so the
+// host never reads `offsets`). Every array has one element per local expert and lives in the
+// call's workspace; CUTLASS reads them through the pointers it was planned with.
+struct GroupArrays {
+  int* problems = nullptr;             // [E][3]: rows of the expert (M), N, K
+  const void** a = nullptr;            // activations of the expert's rows
+  const void** b = nullptr;            // the expert's weights [N, K]
+  void** d = nullptr;                  // output rows
+  const float** row_weight = nullptr;  // the expert's routed weights; unused when the plan has none
+  long long* lda = nullptr;            // row strides (elements) of A, B and D
+  long long* ldb = nullptr;
+  long long* ldd = nullptr;
+};
+
+// What the setup kernel reads: the call's tensors (device pointers) and the problem.
+struct SetupArgs {
+  const std::uint16_t* act = nullptr;     // [rows, k]
+  const std::uint16_t* weight = nullptr;  // [experts, n, k]
+  const std::int32_t* offsets = nullptr;  // [experts + 1]
+  const float* row_weight = nullptr;      // [rows] or null
+  std::uint16_t* out = nullptr;           // [rows, n]: the GEMM's output (up: gate|up workspace)
+  int rows = 0, n = 0, k = 0, experts = 0;
+  GroupArrays g;
+};
+
+// silu(gate) * up over the gate|up rows the up GEMM wrote: h[r, j] = silu(gu[r, j]) * gu[r, I + j]
+// for every row of an expert (rows past offsets[E] are not the stage's), 8 elements a thread.
+struct SiluArgs {
+  const std::uint16_t* gu = nullptr;  // [rows, 2I]
+  const std::int32_t* offsets = nullptr;
+  std::uint16_t* h = nullptr;  // [rows, I]
+  int rows = 0, inter = 0, experts = 0;
+};
+
+// Device kernels free of CUTLASS (wgmma_setup.cu; the cpu tests run their source emulated).
+void launch_setup(const SetupArgs& a, void* stream);
+void launch_silu(const SiluArgs& a, bool bf16, void* stream);
+
+// A planned grouped GEMM: CUTLASS's arguments checked and its params built, shared memory
+// attribute set. launch() is the GEMM kernel alone: no host sync, no other API call, so the
+// call it belongs to can be captured in a CUDA graph.
+class Planned {
+ public:
+  virtual ~Planned() = default;
+  virtual void launch(void* stream) const = 0;
+};
+
+struct PlanArgs {
+  int experts = 0, n = 0, k = 0;
+  GroupArrays g;
+  bool row_weight = false;  // multiply each output row by its routed weight (down)
+  void* workspace = nullptr;  // CUTLASS's own, workspace_bytes(experts, sm_count) of it
+  int sm_count = 0, device = 0;
+};
+
+using PlanFn = std::unique_ptr<Planned> (*)(const PlanArgs&);  // throws Error saying why not
+
+struct Entry {
+  TileShape shape;
+  std::size_t smem = 0;  // the kernel's shared memory (bytes)
+  std::size_t (*cutlass_workspace)(int experts, int sm_count) = nullptr;
+  PlanFn bf16 = nullptr, f16 = nullptr;  // null: not built
+  PlanFn get(DType t) const { return t == DType::bf16 ? bf16 : t == DType::f16 ? f16 : nullptr; }
+};
+
+// Every instantiated shape, in a fixed order (wgmma_gemm_*.cu add theirs).
+const std::vector<Entry>& entries();
+Entry entry_128x128x64_coop();
+Entry entry_128x256x64_coop();
+Entry entry_64x128x64_pingpong();
+Entry entry_128x128x64_coop_c2x1();
+
+// A wgmma config of the cuda backend: the shape (its kernel=wgmma parameters).
+struct Config {
+  TileShape shape;
+};
+// The cuda backend's `kernel` parameter names the implementation; these are the parameters
+// only kernel=wgmma reads (cluster_m, schedule), and the names only kernel=mma reads.
+std::vector<ParamSpec> config_params();
+inline const std::vector<std::string> kMmaOnly = {"warps_m", "warps_n", "stages", "split_k", "group_m"};
+inline const std::vector<std::string> kWgmmaOnly = {"cluster_m", "schedule"};
+bool selected(const Params& config);  // kernel=wgmma (a config without `kernel` is mma)
+Config parse_config(const Params& config);
+Params config_params(const Config& c);  // kernel, block_m/n/k, cluster_m, schedule
+// The config's workspace: the per-expert arrays, CUTLASS's tensor maps and (up) the gate|up
+// rows of the most rows the problem can have. `sm_count` 0: the largest Hopper part.
+std::size_t workspace_bytes(const GmmSpec& s, const Config& c, int sm_count = 0);
+// Why `c` cannot run the problem on `dev` (empty: it can).
+std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev);
+// Plans the config for this workspace (once: later calls with the same problem, config and
+// workspace reuse the plan), then launches setup + GEMM (+ silu for up) on `stream`.
+void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out, void* workspace,
+         std::size_t workspace_bytes, void* stream);
+
+}  // namespace moe::gmm::wgmma

@@ -1,0 +1,35 @@
+// Launches the wgmma path's small kernels (wgmma_kernels.cuh): no CUTLASS in this unit.
+#include <algorithm>
+
+#include "gmm/wgmma_kernels.cuh"
+#include "moe/cuda_device.hpp"
+#include "moe/error.hpp"
+
+namespace moe::gmm::wgmma {
+
+namespace {
+// Grid-stride loops: a grid this size covers the largest problems in a few passes and stays
+// fixed, so a call never asks the device anything.
+constexpr unsigned kMaxBlocks = 1024;
+
+unsigned blocks_for(long long items) {
+  return static_cast<unsigned>(std::clamp<long long>((items + cuda::kWgmmaThreads - 1) / cuda::kWgmmaThreads, 1, kMaxBlocks));
+}
+}  // namespace
+
+void launch_setup(const SetupArgs& a, void* stream) {
+  if (a.experts == 0) return;
+  cuda::wgmma_setup_kernel<<<blocks_for(a.experts), cuda::kWgmmaThreads, 0, static_cast<cudaStream_t>(stream)>>>(a);
+  cuda_check(cudaGetLastError(), "gmm wgmma setup kernel launch");
+}
+
+void launch_silu(const SiluArgs& a, bool bf16, void* stream) {
+  // The row count is on the device (offsets[E]): size the grid for every row the tensor has.
+  const long long items = static_cast<long long>(a.rows) * (a.inter / 8);
+  if (items == 0) return;
+  auto* kern = bf16 ? &cuda::wgmma_silu_kernel<true> : &cuda::wgmma_silu_kernel<false>;
+  kern<<<blocks_for(items), cuda::kWgmmaThreads, 0, static_cast<cudaStream_t>(stream)>>>(a);
+  cuda_check(cudaGetLastError(), "gmm wgmma silu*up kernel launch");
+}
+
+}  // namespace moe::gmm::wgmma
