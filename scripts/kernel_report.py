@@ -591,7 +591,8 @@ def build_report(build, tools):
     return {
         "schema": SCHEMA,
         "meta": {"tools": tools["versions"], "devices": DEVICES, "register_granule": REG_GRANULE,
-                 "smem_reserved_per_cta": SMEM_RESERVED, "dynamic_smem_at": static.get("max_experts")},
+                 "smem_reserved_per_cta": SMEM_RESERVED, "dynamic_smem_at": static.get("max_experts"),
+                 "presets": presets},
         "kernels": kernels,
         "unmapped": sorted(k["name"] for k in kernels if not k["mapped"]),
         "router_best": best_router(kernels, presets),
