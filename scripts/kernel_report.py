@@ -407,8 +407,12 @@ def identify(name, static):
     if re.search(r"align_scan_kernel\(", name):
         return {"family": "dispatch", "kind": "align", "config": {"aligner": "multi"}, "variant": {"step": "scan"}}
     # CUTLASS's kernels carry no moebench template; the namespace names the family (wgmma gmm).
+    # Their config names are the wgmma backend's; until this script maps them they are listed as
+    # unmapped, with the CTA tile (the first cute::Shape of three static extents) as a hint.
     if "moe::gmm" in name or "cutlass" in name:
-        return {"family": "gmm", "kind": "wgmma" if "cutlass" in name else "other", "config": None, "variant": {}}
+        tile = re.search(r"cute::tuple<cute::C<(\d+)>, cute::C<(\d+)>, cute::C<(\d+)> ?>", name)
+        return {"family": "gmm", "kind": "wgmma" if "cutlass" in name else "other", "config": None,
+                "variant": {"tile": "x".join(tile.groups())} if tile else {}, "dynamic_smem_unknown": True}
     return None
 
 
@@ -520,6 +524,8 @@ def kernel_entry(obj, arch, mangled, name, use, launch_bound, insns, static, sou
         "spill_loads": ldl,
         "static_smem_bytes": use.get("SHARED", 0),
         "dynamic_smem_bytes": dyn,
+        # Launched with dynamic shared memory this script has no formula for: occupancy is an upper bound.
+        "dynamic_smem_unknown": bool((ident or {}).get("dynamic_smem_unknown")),
         "threads": threads,
         "threads_from": "template" if (ident or {}).get("threads") else ("launch bound" if launch_bound else "assumed"),
         "instructions": sum(1 for i in insns if work(i["op"])),
@@ -629,7 +635,7 @@ def markdown(rep):
                 hot += f", {m['loop']['instructions_per_ldg128']} insn/128-bit load"
         variant = " ".join(str(v) for v in k["variant"].values())
         out.append(f"| {k['family'] or '?'} {k['kind'] or ''} | {variant} | {config_str(k['config'])} | {k['registers']} | "
-                   f"{k['stack_bytes']} | {k['spill_stores']}/{k['spill_loads']} | {k['static_smem_bytes']}+{k['dynamic_smem_bytes']} | "
+                   f"{k['stack_bytes']} | {k['spill_stores']}/{k['spill_loads']} | {k['static_smem_bytes']}+{'?' if k.get('dynamic_smem_unknown') else k['dynamic_smem_bytes']} | "
                    f"{k['threads']} | {occ['ctas_per_sm']} ({occ['limited_by']}) | {hot} |")
     if rep.get("router_best"):
         out += ["", "Router, best compiled shape per preset (warp-instructions per row, static upper bound):", "",
