@@ -13,5 +13,6 @@ void add_worker_command(CLI::App& root);
 void add_compare_command(CLI::App& root);
 void add_lookup_command(CLI::App& root);
 void add_merge_command(CLI::App& root);
+void add_kernel_static_command(CLI::App& root);
 
 }  // namespace moe::app

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   moe::app::add_compare_command(root);
   moe::app::add_lookup_command(root);
   moe::app::add_merge_command(root);
+  moe::app::add_kernel_static_command(root);
   try {
     root.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "shell.hpp"
 #include "temp_dirs.hpp"
 #include "moe/cuda_device.hpp"
 #include "tuner/json_io.hpp"
@@ -25,27 +26,10 @@ const fs::path kSource = MOEBENCH_SOURCE_DIR;
 const fs::path kFixtures = kSource / "tests" / "data" / "results";
 const fs::path kCpuBaseline = kSource / "results" / "baselines" / "cpu";
 
-struct Proc {
-  int code = -1;
-  std::string out;  // stdout and stderr
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-std::string quote(const fs::path& p) { return "'" + p.string() + "'"; }
-
-Proc sh(const std::string& cmd) {
-  const fs::path log = fs::temp_directory_path() / ("moebench-scripts-" + std::to_string(::getpid()) + ".log");
-  const int st = std::system((cmd + " > " + quote(log) + " 2>&1").c_str());
-  Proc r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(log);
-  fs::remove(log);
-  return r;
-}
+using moe::testing::Proc;
+using moe::testing::quote;
+using moe::testing::sh;
+using moe::testing::slurp;
 
 fs::path temp_dir(const std::string& name) { return moe::testing::fresh_temp_dir("scripts-" + name); }
 
