@@ -202,8 +202,7 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
 
     // The pipeline: STAGES-1 slices in flight while one is multiplied. Every iteration commits
     // a group (empty past the end) so wait_group counts stay exact. Slice `it` sits in stage
-    // it % STAGES and slice it+STAGES-1 is loaded into the stage slice it-1 used, so the two
-    // byte offsets follow each other round a ring.
+    // it % STAGES and slice it+STAGES-1 is loaded into the stage slice it-1 used.
     const int n = kt1 - kt0;
     const int n_full = n - ((kt1 == nk && p.k_dim % BK != 0) ? 1 : 0);
 #pragma unroll
@@ -212,27 +211,31 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
       else if (st < n) load_tail(st * STAGE_BYTES);
       cp_async_commit();
     }
-    std::uint32_t rd = 0, wr = (STAGES - 1) * STAGE_BYTES;
-    auto step = [&] {
-      wr = rd;
-      rd = rd + STAGE_BYTES == STAGES * STAGE_BYTES ? 0 : rd + STAGE_BYTES;
-    };
-    int it = 0;
-    for (; it < n_full - (STAGES - 1); ++it) {  // the k-loop proper: every slice it loads is whole
+    // load: 1 a whole slice, 2 the partial one, 0 none.
+    auto iteration = [&](std::uint32_t rd, std::uint32_t wr, int load) {
       cp_async_wait<STAGES - 2>();
       sync_threads();  // slice `it` visible to all; slice it-1's buffer free for reuse
-      load_full(wr);
+      if (load == 1) load_full(wr);
+      else if (load == 2) load_tail(wr);
       cp_async_commit();
       compute_stage(rd);
-      step();
+    };
+    // The k-loop proper, STAGES slices per trip so that every stage offset is a constant (and
+    // the sources advance once per trip, the slices in between reached by immediate offsets):
+    // every slice it loads is whole.
+    int it = 0;
+    for (; it + STAGES <= n_full - (STAGES - 1); it += STAGES) {
+#pragma unroll
+      for (int j = 0; j < STAGES; ++j) iteration(j * STAGE_BYTES, (j + STAGES - 1) % STAGES * STAGE_BYTES, 1);
     }
-    for (; it < n; ++it) {  // the drain: at most the partial slice is still to load
-      cp_async_wait<STAGES - 2>();
-      sync_threads();
-      if (it + STAGES - 1 < n) load_tail(wr);
-      cp_async_commit();
-      compute_stage(rd);
-      step();
+    // The rest (fewer than 2*STAGES slices): the stage offsets follow each other round a ring,
+    // which the trips above left at its start; the partial slice of K, if any, is loaded here.
+    std::uint32_t rd = 0, wr = (STAGES - 1) * STAGE_BYTES;
+    for (; it < n; ++it) {
+      const int nx = it + STAGES - 1;
+      iteration(rd, wr, nx < n_full ? 1 : nx < n ? 2 : 0);
+      wr = rd;
+      rd = rd + STAGE_BYTES == STAGES * STAGE_BYTES ? 0 : rd + STAGE_BYTES;
     }
     cp_async_wait<0>();
 
