@@ -2,7 +2,8 @@
 // The grouped matmul kernel: tensor-core mma.sync m16n8k16 (bf16/f16 in, fp32 accumulate),
 // operands staged through a cp.async multi-stage shared-memory pipeline and read with
 // ldmatrix. A persistent grid walks a tile map built from the offsets by each CTA: experts
-// without rows have no tiles and cost nothing; M tails (segment ends), N and K tails are masked.
+// without rows have no tiles and cost nothing; M tails (segment ends) and N tails are masked
+// where they are stored, the K tail where it is loaded.
 #include <algorithm>
 #include <cstdint>
 
