@@ -331,6 +331,24 @@ TEST(GmmEmulation, SplitKAndPersistentCtas) {
   }
 }
 
+TEST(GmmEmulation, LongKTripsRemainderAndTail) {
+  // The k-loop proper takes STAGES whole slices per trip and runs only once a split has
+  // 2*STAGES-1 of them; the slices left over go round the stage ring with the partial one.
+  // up, K = 808: 12 whole BK=64 slices (25 of BK=32) and a 40-element (8-element) tail;
+  // down, K = 768: no partial slice. Every shape makes at least two trips and has a remainder.
+  // Split-K 2 gives each split its own trips, the tail to the last split only.
+  for (const char* stage : {"up", "down"}) {
+    const bool up = std::string(stage) == "up";
+    Params pr = gmm_problem(5, 2, 1, 0, up ? 808 : 24, up ? 24 : 768, 1, stage);
+    if (!up) pr.set("routed_weight", std::int64_t{1});
+    const auto p = prep(pr, {}, 13);
+    std::string fails;
+    for (auto& k : shapes()) fails += check(p, k, 1, 1 << 20);
+    for (std::size_t i : {2u, 10u, 16u}) fails += check(p, shapes()[i], 2, 3);
+    EXPECT_TRUE(fails.empty()) << fails;
+  }
+}
+
 TEST(GmmEmulation, GroupedTileOrder) {
   // Experts with several 16-row M-tiles, group sizes that do and do not divide the M-tile
   // count (the last group short), with split-K, on grids of 1, 5 and all CTAs: every tile

@@ -2,7 +2,8 @@
 // The grouped matmul kernel: tensor-core mma.sync m16n8k16 (bf16/f16 in, fp32 accumulate),
 // operands staged through a cp.async multi-stage shared-memory pipeline and read with
 // ldmatrix. A persistent grid walks a tile map built from the offsets by each CTA: experts
-// without rows have no tiles and cost nothing; M tails (segment ends), N and K tails are masked.
+// without rows have no tiles and cost nothing; M tails (segment ends) and N tails are masked
+// where they are stored, the K tail where it is loaded.
 #include <algorithm>
 #include <cstdint>
 
@@ -66,12 +67,25 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
   static_assert(BK % 16 == 0 && STAGES >= 2, "k16 steps, at least double buffering");
   static_assert(!UP || (WN / 2) % 8 == 0, "up: each warp's gate and up halves are whole n8 tiles");
 
-  std::uint16_t* sA = reinterpret_cast<std::uint16_t*>(dynamic_smem());
-  std::uint16_t* sB = sA + STAGES * A_STAGE;
-  int* prefix = reinterpret_cast<int*>(sB + STAGES * B_STAGE);
+  // Stage s holds its A tile then its B tile at byte offset s * STAGE_BYTES; the tile prefix follows.
+  constexpr std::uint32_t STAGE_BYTES = (A_STAGE + B_STAGE) * 2;
+  std::uint16_t* smem = reinterpret_cast<std::uint16_t*>(dynamic_smem());
+  int* prefix = reinterpret_cast<int*>(smem + STAGES * (A_STAGE + B_STAGE));
 
   const int tid = thread_x(), lane = tid & 31, warp = tid >> 5;
   const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+  // A thread copies 16-byte chunks chunk_k.. of rows chunk_row, chunk_row + ROW_STEP, ... of
+  // each tile (for a 16-row tile with short rows only the first threads have an A chunk).
+  constexpr int ROW_STEP = THREADS / CH;
+  constexpr int A_CHUNKS = (BM * CH + THREADS - 1) / THREADS, B_CHUNKS = BN * CH / THREADS;
+  static_assert(THREADS % CH == 0 && (BN * CH) % THREADS == 0, "whole rows per pass, B chunks spread evenly");
+  const int chunk_row = tid / CH, chunk_k = (tid % CH) * 8;
+  auto a_chunk_live = [&](int i) { return (BM * CH) % THREADS == 0 || chunk_row + i * ROW_STEP < BM; };
+  const std::uint32_t chunk_dst = smem_u32(smem + chunk_row * LDS + chunk_k);
+  // ldmatrix row addresses of this lane in stage 0 (A: 16 rows x two k halves; B: two n8 x k16).
+  const std::uint32_t a_frag = smem_u32(smem + (warp_m * WM + (lane & 15)) * LDS + (lane >> 4) * 8);
+  const std::uint32_t b_frag = smem_u32(smem + A_STAGE + (warp_n * WN + (lane & 7) + ((lane >> 4) << 3)) * LDS +
+                                        ((lane >> 3) & 1) * 8);
   if (warp == 0) build_tile_prefix<BM>(p, prefix, lane);
   sync_threads();
 
@@ -103,46 +117,57 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
     const int kt1 = static_cast<int>(static_cast<long long>(nk) * (s + 1) / p.split);
     const std::uint16_t* W = p.weight + static_cast<std::size_t>(e) * p.n_w * p.k_dim;
 
-    auto load_stage = [&](int kt, int stage) {
-      const int k0 = kt * BK;
-      std::uint16_t* a_dst = sA + stage * A_STAGE;
-      std::uint16_t* b_dst = sB + stage * B_STAGE;
+    // Each thread's chunks, fixed for the whole tile: the source row of each (held as a pointer
+    // advanced by BK per slice) and its destination (one register plus immediates). Rows past
+    // the segment or past n_out read a valid row instead of zero-filling: an output row (column)
+    // depends only on its own A row (B row), and such rows are never stored. Only K needs masking,
+    // and only in the one partial slice at the end of K, which has a loader of its own.
+    const int k_first = kt0 * BK + chunk_k;
+    const std::uint16_t* a_src[A_CHUNKS];
 #pragma unroll
-      for (int i = 0; i < (BM * CH + THREADS - 1) / THREADS; ++i) {
-        const int c = tid + i * THREADS;
-        if ((BM * CH) % THREADS == 0 || c < BM * CH) {
-          const int r = c / CH, kc = (c % CH) * 8;
-          const int grow = row0 + r, gk = k0 + kc;
-          const bool ok = grow < row_end && gk < p.k_dim;
-          const std::uint16_t* src = ok ? p.act + static_cast<std::size_t>(grow) * p.k_dim + gk : p.act;
-          cp_async16(smem_u32(a_dst + r * LDS + kc), src, ok);
-        }
+    for (int i = 0; i < A_CHUNKS; ++i)
+      a_src[i] = p.act + static_cast<std::size_t>(min(row0 + chunk_row + i * ROW_STEP, row_end - 1)) * p.k_dim + k_first;
+    const std::uint16_t* b_src[B_CHUNKS];
+#pragma unroll
+    for (int i = 0; i < B_CHUNKS; ++i) {
+      const int r = chunk_row + i * ROW_STEP;
+      int wrow;
+      if constexpr (UP) {
+        // Shared row r belongs to warp column r / WN: its first half are gate rows, its
+        // second half the up rows of the same h columns.
+        constexpr int HALF = WN / 2;
+        const int rr = r % WN;
+        const int hcol = min(nt * (BN / 2) + (r / WN) * HALF + (rr % HALF), p.n_out - 1);
+        wrow = rr < HALF ? hcol : p.n_out + hcol;
+      } else {
+        wrow = min(nt * BN + r, p.n_out - 1);
+      }
+      b_src[i] = W + static_cast<std::size_t>(wrow) * p.k_dim + k_first;
+    }
+
+    // A whole slice into the stage at byte offset `off`; the sources move on to the next slice.
+    auto load_full = [&](std::uint32_t off) {
+      const std::uint32_t dst = chunk_dst + off;
+#pragma unroll
+      for (int i = 0; i < A_CHUNKS; ++i) {
+        if (a_chunk_live(i)) cp_async16(dst + i * ROW_STEP * LDS * 2, a_src[i], true);
+        a_src[i] += BK;
       }
 #pragma unroll
-      for (int i = 0; i < (BN * CH + THREADS - 1) / THREADS; ++i) {
-        const int c = tid + i * THREADS;
-        if ((BN * CH) % THREADS == 0 || c < BN * CH) {
-          const int r = c / CH, kc = (c % CH) * 8;
-          const int gk = k0 + kc;
-          int wrow;
-          bool ok;
-          if constexpr (UP) {
-            // Shared row r belongs to warp column r / WN: its first half are gate rows, its
-            // second half the up rows of the same h columns.
-            constexpr int HALF = WN / 2;
-            const int rr = r % WN;
-            const int hcol = nt * (BN / 2) + (r / WN) * HALF + (rr % HALF);
-            ok = hcol < p.n_out;
-            wrow = rr < HALF ? hcol : p.n_out + hcol;
-          } else {
-            wrow = nt * BN + r;
-            ok = wrow < p.n_out;
-          }
-          ok = ok && gk < p.k_dim;
-          const std::uint16_t* src = ok ? W + static_cast<std::size_t>(wrow) * p.k_dim + gk : W;
-          cp_async16(smem_u32(b_dst + r * LDS + kc), src, ok);
-        }
+      for (int i = 0; i < B_CHUNKS; ++i) {
+        cp_async16(dst + (A_STAGE + i * ROW_STEP * LDS) * 2, b_src[i], true);
+        b_src[i] += BK;
       }
+    };
+    // The partial last slice of K: chunks past k_dim are zero-filled (nothing read).
+    auto load_tail = [&](std::uint32_t off) {
+      const std::uint32_t dst = chunk_dst + off;
+      const bool ok = chunk_k < p.k_dim - (nk - 1) * BK;
+#pragma unroll
+      for (int i = 0; i < A_CHUNKS; ++i)
+        if (a_chunk_live(i)) cp_async16(dst + i * ROW_STEP * LDS * 2, ok ? a_src[i] : p.act, ok);
+#pragma unroll
+      for (int i = 0; i < B_CHUNKS; ++i) cp_async16(dst + (A_STAGE + i * ROW_STEP * LDS) * 2, ok ? b_src[i] : W, ok);
     };
 
     float acc[MT][NT][4];
@@ -153,21 +178,17 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
 
-    auto compute_stage = [&](int stage) {
-      const std::uint16_t* a_s = sA + stage * A_STAGE;
-      const std::uint16_t* b_s = sB + stage * B_STAGE;
+    auto compute_stage = [&](std::uint32_t off) {
 #pragma unroll
       for (int kk = 0; kk < BK; kk += 16) {
         std::uint32_t af[MT][4];
 #pragma unroll
-        for (int i = 0; i < MT; ++i)
-          ldmatrix_x4(af[i], smem_u32(a_s + (warp_m * WM + i * 16 + (lane & 15)) * LDS + kk + (lane >> 4) * 8));
+        for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], a_frag + off + (i * 16 * LDS + kk) * 2);
         std::uint32_t bf[NT][2];
 #pragma unroll
         for (int j = 0; j < NT / 2; ++j) {
           std::uint32_t r[4];
-          ldmatrix_x4(r, smem_u32(b_s + (warp_n * WN + j * 16 + (lane & 7) + ((lane >> 4) << 3)) * LDS + kk +
-                                  ((lane >> 3) & 1) * 8));
+          ldmatrix_x4(r, b_frag + off + (j * 16 * LDS + kk) * 2);
           bf[2 * j][0] = r[0];
           bf[2 * j][1] = r[1];
           bf[2 * j + 1][0] = r[2];
@@ -181,20 +202,41 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
     };
 
     // The pipeline: STAGES-1 slices in flight while one is multiplied. Every iteration commits
-    // a group (empty past the end) so wait_group counts stay exact.
+    // a group (empty past the end) so wait_group counts stay exact. Slice `it` sits in stage
+    // it % STAGES and slice it+STAGES-1 is loaded into the stage slice it-1 used.
     const int n = kt1 - kt0;
+    const int n_full = n - ((kt1 == nk && p.k_dim % BK != 0) ? 1 : 0);
 #pragma unroll
     for (int st = 0; st < STAGES - 1; ++st) {
-      if (st < n) load_stage(kt0 + st, st);
+      if (st < n_full) load_full(st * STAGE_BYTES);
+      else if (st < n) load_tail(st * STAGE_BYTES);
       cp_async_commit();
     }
-    for (int it = 0; it < n; ++it) {
+    // load: 1 a whole slice, 2 the partial one, 0 none.
+    auto iteration = [&](std::uint32_t rd, std::uint32_t wr, int load) {
       cp_async_wait<STAGES - 2>();
       sync_threads();  // slice `it` visible to all; slice it-1's buffer free for reuse
-      const int nx = it + STAGES - 1;
-      if (nx < n) load_stage(kt0 + nx, nx % STAGES);
+      if (load == 1) load_full(wr);
+      else if (load == 2) load_tail(wr);
       cp_async_commit();
-      compute_stage(it % STAGES);
+      compute_stage(rd);
+    };
+    // The k-loop proper, STAGES slices per trip so that every stage offset is a constant (and
+    // the sources advance once per trip, the slices in between reached by immediate offsets):
+    // every slice it loads is whole.
+    int it = 0;
+    for (; it + STAGES <= n_full - (STAGES - 1); it += STAGES) {
+#pragma unroll
+      for (int j = 0; j < STAGES; ++j) iteration(j * STAGE_BYTES, (j + STAGES - 1) % STAGES * STAGE_BYTES, 1);
+    }
+    // The rest (fewer than 2*STAGES slices): the stage offsets follow each other round a ring,
+    // which the trips above left at its start; the partial slice of K, if any, is loaded here.
+    std::uint32_t rd = 0, wr = (STAGES - 1) * STAGE_BYTES;
+    for (; it < n; ++it) {
+      const int nx = it + STAGES - 1;
+      iteration(rd, wr, nx < n_full ? 1 : nx < n ? 2 : 0);
+      wr = rd;
+      rd = rd + STAGE_BYTES == STAGES * STAGE_BYTES ? 0 : rd + STAGE_BYTES;
     }
     cp_async_wait<0>();
 
