@@ -369,7 +369,7 @@ def bool_arg(s):
 ELEM_BYTES = {"float": 4, "__half": 2, "__nv_bfloat16": 2}
 
 
-def identify(name, static):
+def identify(name, static, obj=None):
     """Family, config parameters fixed by the template arguments (those left out are runtime
     parameters of the same kernel), the variant, and the launch threads when the template fixes
     them. None when the kernel is unknown to this script: it is listed as unmapped."""
@@ -406,13 +406,28 @@ def identify(name, static):
                     "variant": {"step": tmpl.split("_")[1]}, "threads": int(t[0])}
     if re.search(r"align_scan_kernel\(", name):
         return {"family": "dispatch", "kind": "align", "config": {"aligner": "multi"}, "variant": {"step": "scan"}}
-    # CUTLASS's kernels carry no moebench template; the namespace names the family (wgmma gmm).
-    # Their config names are the wgmma backend's; until this script maps them they are listed as
-    # unmapped, with the CTA tile (the first cute::Shape of three static extents) as a hint.
+    # CUTLASS's kernels carry no moebench template, and their names are too deep for c++filt.
+    # Each wgmma instantiation is alone in its translation unit, named after its config
+    # (wgmma_gemm_<BM>x<BN>x<BK>_<schedule>[_c<CM>x<CN>].cu): the object names the config.
+    if "cutlass" in name and (m := re.search(r"wgmma_gemm_(\d+)x(\d+)x(\d+)_(coop|pingpong)(?:_c(\d+)x\d+)?\.cu",
+                                              obj or "")):
+        cfg = {"kernel": "wgmma", "block_m": int(m[1]), "block_n": int(m[2]), "block_k": int(m[3]),
+               "cluster_m": int(m[5] or 1), "schedule": "pingpong" if m[4] == "pingpong" else "cooperative"}
+        dyn = next((w["dynamic_smem_bytes"] for w in static.get("wgmma_tiles", [])
+                    if all(w[k] == v for k, v in cfg.items() if k != "kernel")), None)
+        bf, hf = name.find("bfloat16_t"), name.find("half_t")  # element A comes first
+        dtype = "bf16" if bf != -1 and (hf == -1 or bf < hf) else "f16"
+        return {"family": "gmm", "kind": "wgmma", "config": cfg, "variant": {"dtype": dtype},
+                "dynamic_smem_bytes": dyn, "dynamic_smem_unknown": dyn is None}
+    # The wgmma path's own small kernels serve every wgmma config.
+    if re.search(r"wgmma_setup_kernel\(", name):
+        return {"family": "gmm", "kind": "wgmma-setup", "config": {"kernel": "wgmma"}, "variant": {}}
+    if (t := template_args(name, "wgmma_silu_kernel")):
+        return {"family": "gmm", "kind": "wgmma-silu", "config": {"kernel": "wgmma"},
+                "variant": {"dtype": "bf16" if bool_arg(t[0]) else "f16"}}
     if "moe::gmm" in name or "cutlass" in name:
-        tile = re.search(r"cute::tuple<cute::C<(\d+)>, cute::C<(\d+)>, cute::C<(\d+)> ?>", name)
         return {"family": "gmm", "kind": "wgmma" if "cutlass" in name else "other", "config": None,
-                "variant": {"tile": "x".join(tile.groups())} if tile else {}, "dynamic_smem_unknown": True}
+                "variant": {}, "dynamic_smem_unknown": True}
     return None
 
 
@@ -501,7 +516,7 @@ def analyse(objects, tools, static, sources, presets):
 
 
 def kernel_entry(obj, arch, mangled, name, use, launch_bound, insns, static, sources, presets):
-    ident = identify(name, static)
+    ident = identify(name, static, obj)
     family = ident["family"] if ident else None
     threads = (ident or {}).get("threads") or launch_bound or 128
     dyn = (ident or {}).get("dynamic_smem_bytes") or 0

@@ -91,10 +91,14 @@ TEST(KernelReport, ThisBuildPassesTheCommittedBaseline) {
     EXPECT_GT(k["instructions"].get<int>(), 0) << k["name"];
     EXPECT_GE(ctas(k), 1) << k["name"] << " cannot run on an H100 as reported";
   }
-  // Every kernel of a template the script knows is tied to its config; only kernels it cannot
-  // read a config from (CUTLASS's wgmma instantiations) may be unmapped.
+  // Every kernel this build holds is one the script knows, CUTLASS's wgmma instantiations
+  // included (their translation unit names their config): nothing is unmapped.
+  EXPECT_TRUE(rep["unmapped"].empty()) << rep["unmapped"].dump();
   for (auto& k : rep["kernels"])
-    if (k["mapped"] == false) EXPECT_TRUE(k["kind"] == "wgmma" || k["kind"] == "other" || k["family"].is_null()) << k["name"];
+    if (k["kind"] == "wgmma") {
+      EXPECT_EQ(k["config"]["kernel"], "wgmma") << k["name"];
+      EXPECT_GT(k["dynamic_smem_bytes"].get<int>(), 0) << k["name"] << ": its shared memory comes from the build";
+    }
   for (const char* f : {"router", "dispatch", "gmm", "combine"}) EXPECT_TRUE(families.count(f)) << f;
 
   // The figures the issues' targets read: a gmm mma k-loop with HMMA and LDGSTS, a router row on
@@ -224,8 +228,12 @@ TEST(KernelReport, ReadsAWarpSpecializedWgmmaKernel) {
   const fs::path sass = kSource / "tests" / "data" / "sass" / "warp_specialized.sass";
   const std::string py =
       "import json, kernel_report as k; f = k.parse_sass(open('" + sass.string() + "').read()); "
-      "i = f['_Z17fixture_ws_kernelv']; print(json.dumps({'loop': k.gmm_loop(i, k.loops_of(i)), 'id': k.identify("
-      "'void cutlass::device_kernel<X<cute::tuple<cute::C<128>, cute::C<256>, cute::C<64> > > >(int)', {})}))";
+      "i = f['_Z17fixture_ws_kernelv']; n = 'void cutlass::device_kernel<X<cutlass::bfloat16_t> >(int)'; "
+      "st = {'wgmma_tiles': [{'block_m': 128, 'block_n': 256, 'block_k': 64, 'cluster_m': 2, 'schedule': 'cooperative', "
+      "'dynamic_smem_bytes': 1234}]}; "
+      "print(json.dumps({'loop': k.gmm_loop(i, k.loops_of(i)), "
+      "'id': k.identify(n, st, 'CMakeFiles/x.dir/kernels/gmm/wgmma_gemm_128x256x64_coop_c2x1.cu.o'), "
+      "'other': k.identify(n, st, 'CMakeFiles/x.dir/kernels/gmm/elsewhere.cu.o')}))";
   const Proc r = sh("cd " + quote(kSource / "scripts") + " && python3 -c \"" + py + "\"");
   ASSERT_EQ(r.code, 0) << r.out;
   const json j = json::parse(r.out);
@@ -237,8 +245,14 @@ TEST(KernelReport, ReadsAWarpSpecializedWgmmaKernel) {
   EXPECT_EQ(l["utmaldg"], 0) << r.out;
   EXPECT_EQ(l["producer_loop"]["utmaldg"], 2) << r.out;
   EXPECT_EQ(l["producer_loop"]["instructions"], 6) << r.out;
+  // The translation unit of a wgmma instantiation names its config; the build's figure gives its smem.
   EXPECT_EQ(j["id"]["family"], "gmm");
   EXPECT_EQ(j["id"]["kind"], "wgmma");
-  EXPECT_TRUE(j["id"]["config"].is_null());
-  EXPECT_EQ(j["id"]["variant"]["tile"], "128x256x64");
+  EXPECT_EQ(j["id"]["config"], json({{"kernel", "wgmma"}, {"block_m", 128}, {"block_n", 256}, {"block_k", 64},
+                                     {"cluster_m", 2}, {"schedule", "cooperative"}})) << r.out;
+  EXPECT_EQ(j["id"]["variant"]["dtype"], "bf16");
+  EXPECT_EQ(j["id"]["dynamic_smem_bytes"], 1234);
+  // Elsewhere a CUTLASS kernel is still gmm's, but with no config: listed as unmapped.
+  EXPECT_EQ(j["other"]["kind"], "wgmma");
+  EXPECT_TRUE(j["other"]["config"].is_null());
 }

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "gmm/cuda_configs.hpp"
+#include "gmm/wgmma_configs.hpp"
 #include "moe/family.hpp"
 #include "router/cuda.hpp"
 #include "router/spec.hpp"
@@ -65,9 +66,19 @@ json kernel_static_inputs() {
                      {"warps_n", s.warps_n}, {"stages", s.stages}, {"threads", s.threads()},
                      {"dynamic_smem_bytes", gmm::cuda::smem_bytes(s, most)}});
   }
+  // Each CUTLASS instantiation's shared memory is fixed by its tile (CUTLASS sizes its stages
+  // to fill the carve-out), so it is the kernel's own figure, not a formula of the problem.
+  json wgmma_tiles = json::array();
+  for (const auto& e : gmm::wgmma::entries()) {
+    const auto& s = e.shape;
+    wgmma_tiles.push_back({{"block_m", s.bm}, {"block_n", s.bn}, {"block_k", s.bk}, {"cluster_m", s.cluster_m},
+                           {"schedule", s.pingpong ? "pingpong" : "cooperative"},
+                           {"dynamic_smem_bytes", e.smem}});
+  }
   return {{"schema", "moebench/kernel-static@1"},
           {"max_experts", {{"experts", most}, {"model", model}}},
           {"gmm_tiles", tiles},
+          {"wgmma_tiles", wgmma_tiles},
           {"router", router}};
 }
 
