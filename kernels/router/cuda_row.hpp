@@ -1,6 +1,6 @@
 #pragma once
 // The cuda router's per-row algorithm. It is written once against a small "Lane" interface
-// (lane id, xor/indexed shuffles, full-warp max/min) so that the same code runs on the
+// (lane id, xor/indexed shuffles, full-warp max/min, warp barrier) so that the same code runs on the
 // device (cuda_kernels.cuh) and, in the tests, on the host under a warp emulator: the
 // index arithmetic, tie-breaking and NaN handling are checked on machines without a GPU.
 //
@@ -9,7 +9,7 @@
 // as fp32 scores s[] and 32-bit order keys key[]. A key orders selection scores like the
 // reference does: larger c first, NaN as -inf, and (through the index tie-break of every
 // reduction) the lower expert first on ties. Key 0 marks an expert out of the running
-// (padding, dropped group); keys 1..k mark the experts already chosen, by rank.
+// (padding, dropped group, already chosen).
 #include <cstdint>
 #include <cstring>
 
@@ -221,12 +221,14 @@ ROUTER_FN void span_top2(Lane& ln, unsigned& t1, unsigned& t2, int span) {
 
 // Best key of a lane's array and its slot; ties to the lower slot (a tree, for latency: the
 // left half always holds the lower slots, and only a strictly larger right side wins).
+// `taken` bit i drops key i from the running: bits, not stores into the array, because a
+// store at a computed index would put the array in local memory.
 template <int N>
-ROUTER_FN void local_argmax(const unsigned (&key)[N], unsigned& best, int& slot) {
+ROUTER_FN void local_argmax(const unsigned (&key)[N], unsigned taken, unsigned& best, int& slot) {
   unsigned k[N];
   int s[N];
 #pragma unroll
-  for (int i = 0; i < N; ++i) k[i] = key[i], s[i] = i;
+  for (int i = 0; i < N; ++i) k[i] = ((taken >> i) & 1u) ? 0u : key[i], s[i] = i;
 #pragma unroll
   for (int w = 1; w < N; w *= 2) {
 #pragma unroll
@@ -235,6 +237,26 @@ ROUTER_FN void local_argmax(const unsigned (&key)[N], unsigned& best, int& slot)
   }
   best = k[0];
   slot = s[0];
+}
+
+// local_argmax that also carries the winner's score, so that it never has to be read back
+// from the array at a computed index.
+template <int N>
+ROUTER_FN void local_best(const unsigned (&key)[N], const float (&score)[N], unsigned& best, int& slot, float& sc) {
+  unsigned k[N];
+  int s[N];
+  float v[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) k[i] = key[i], s[i] = i, v[i] = score[i];
+#pragma unroll
+  for (int w = 1; w < N; w *= 2) {
+#pragma unroll
+    for (int i = 0; i + w < N; i += 2 * w)
+      if (k[i + w] > k[i]) k[i] = k[i + w], s[i] = s[i + w], v[i] = v[i + w];
+  }
+  best = k[0];
+  slot = s[0];
+  sc = v[0];
 }
 
 // Score of a group from its best two keys: fp32 sum for top2_sum (one expert: its own c).
@@ -255,6 +277,9 @@ struct RowKernel {
   static constexpr int NCH = EPL / V;
   static constexpr int RPW = 32 / LANES;
   static constexpr int BYTES = V * ESIZE;
+  // Ranks whose scores each lane keeps in registers: the first 32 ranks (all of them when a
+  // lane holds the whole row).
+  static constexpr int HELD = EPL < 32 / LANES ? EPL : 32 / LANES;
   using RawT = Raw<BYTES>;
 
   ROUTER_FN static int expert_of(int slot, int sub) { return (slot / V) * (LANES * V) + sub * V + slot % V; }
@@ -284,16 +309,16 @@ struct RowKernel {
       const int gid = j * a.gpc + gsub;
       gk[j] = gid < a.G ? order_key(group_value(a, t1, t2)) : 0u;
     }
-    unsigned kept = 0;
+    unsigned kept = 0;  // bit j: chunk j's group is kept
     for (int r = 0; r < a.TG; ++r) {
       unsigned bk;
       int bj;
-      local_argmax<NCH>(gk, bk, bj);
+      local_argmax<NCH>(gk, kept, bk, bj);
       unsigned bg = static_cast<unsigned>(bj * a.gpc + gsub);
       row_argmax<LANES>(ln, bk, bg);
 #pragma unroll
       for (int j = 0; j < NCH; ++j)
-        if (static_cast<unsigned>(j * a.gpc + gsub) == bg) gk[j] = 0, kept |= 1u << j;
+        if (static_cast<unsigned>(j * a.gpc + gsub) == bg) kept |= 1u << j;
     }
 #pragma unroll
     for (int j = 0; j < NCH; ++j)
@@ -303,7 +328,9 @@ struct RowKernel {
   }
 
   // Any grouping: score group g across the whole row group, park its key on lane g % LANES
-  // (slot g / LANES), select TG groups there, then each expert asks its group's lane.
+  // (slot g / LANES), select TG groups there, then each expert asks its group's lane. The
+  // parking slot is picked by a bit mask, never by indexing gk: that would move gk to local
+  // memory.
   template <class Lane>
   ROUTER_FN static void any_groups(const Args& a, Lane& ln, int sub, unsigned (&key)[EPL]) {
     int gidx[EPL];
@@ -319,22 +346,18 @@ struct RowKernel {
         if (gidx[i] == g) top2_insert(t1, t2, key[i]);
       span_top2(ln, t1, t2, LANES);
       const unsigned gkey = order_key(group_value(a, t1, t2));
-      const bool owner = sub == g % LANES;
+      const unsigned park = sub == g % LANES ? 1u << (g / LANES) : 0u;
 #pragma unroll
-      for (int q = 0; q < EPL; ++q)
-        if (owner && q == g / LANES) gk[q] = gkey;
+      for (int q = 0; q < EPL; ++q) gk[q] = ((park >> q) & 1u) ? gkey : gk[q];
     }
     unsigned kept = 0;  // bit q: group q*LANES + sub is kept
     for (int r = 0; r < a.TG; ++r) {
       unsigned bk;
       int bq;
-      local_argmax<EPL>(gk, bk, bq);
+      local_argmax<EPL>(gk, kept, bk, bq);
       unsigned bg = static_cast<unsigned>(bq * LANES + sub);
       row_argmax<LANES>(ln, bk, bg);
-      const bool owner = static_cast<unsigned>(sub) == bg % LANES;
-#pragma unroll
-      for (int q = 0; q < EPL; ++q)
-        if (owner && static_cast<unsigned>(q) == bg / LANES) gk[q] = 0, kept |= 1u << q;
+      if (static_cast<unsigned>(sub) == bg % LANES) kept |= 1u << (bg / LANES);
     }
 #pragma unroll
     for (int i = 0; i < EPL; ++i) {
@@ -398,35 +421,48 @@ struct RowKernel {
     if (a.group_mode == kLaneGroups) lane_groups(a, ln, sub, key);
     else if (a.group_mode == kAnyGroups) any_groups(a, ln, sub, key);
 
-    for (int it = 0; it < a.k; ++it) {
+    // Selection. The winning lane writes the id at once; every lane of the group gets the
+    // winner's score, and lane r % LANES keeps the score of rank r (for r < HELD*LANES) until
+    // the renormalised scale is known. Later ranks are written unscaled and fixed after.
+    const unsigned k = static_cast<unsigned>(a.k);
+    const long long K = a.k + a.S, base = row * K;
+    float held[HELD];
+#pragma unroll
+    for (int j = 0; j < HELD; ++j) held[j] = 0.0f;
+    float wsum = 0.0f;
+    unsigned taken = 0;  // bit i: slot i already chosen
+    for (unsigned it = 0; it < k; ++it) {
       unsigned bk;
       int bs;
-      local_argmax<EPL>(key, bk, bs);
+      float bsc;
+      local_best<EPL>(key, s, bk, bs, bsc);
       const unsigned mine = static_cast<unsigned>(expert_of(bs, sub));
       unsigned win = mine;
       row_argmax<LANES>(ln, bk, win);
+      const bool won = win == mine;
+      if (won) taken |= 1u << bs;
 #pragma unroll
-      for (int i = 0; i < EPL; ++i)
-        if (win == mine && i == bs) key[i] = static_cast<unsigned>(it + 1);
-    }
-
-    const unsigned k = static_cast<unsigned>(a.k);
-    float wsum = 0.0f;
+      for (int i = 0; i < EPL; ++i) key[i] = ((taken >> i) & 1u) ? 0u : key[i];
+      float w = u2f(ln.idx_u(f2u(bsc), static_cast<int>((win / V) % LANES), LANES));
+      w = is_nan(w) ? 0.0f : w;
+      wsum += w;
+      const unsigned hold = (it < HELD * LANES && it % LANES == static_cast<unsigned>(sub)) ? 1u << (it / LANES) : 0u;
 #pragma unroll
-    for (int i = 0; i < EPL; ++i)
-      if (key[i] - 1u < k && !is_nan(s[i])) wsum += s[i];
-    wsum = row_sum<LANES>(ln, wsum);
-    const float scale = (a.renorm && wsum > 0.0f) ? a.rsf / wsum : a.rsf;
-    if (!active) return;
-    const long long K = a.k + a.S, base = row * K;
-#pragma unroll
-    for (int i = 0; i < EPL; ++i) {
-      if (key[i] - 1u < k) {
-        const long long at = base + (key[i] - 1u);
-        a.ids[at] = expert_of(i, sub);
-        a.weights[at] = is_nan(s[i]) ? 0.0f : s[i] * scale;
+      for (int j = 0; j < HELD; ++j) held[j] = ((hold >> j) & 1u) ? w : held[j];
+      if (active && won) {
+        a.ids[base + it] = static_cast<std::int32_t>(win);
+        if (it >= HELD * LANES) a.weights[base + it] = w;
       }
     }
+    const float scale = (a.renorm && wsum > 0.0f) ? a.rsf / wsum : a.rsf;
+    if (k > HELD * LANES) ln.sync();  // the unscaled weights above, before they are read back
+    if (!active) return;
+#pragma unroll
+    for (int j = 0; j < HELD; ++j) {
+      const unsigned r = static_cast<unsigned>(j * LANES + sub);
+      if (r < k) a.weights[base + r] = held[j] * scale;
+    }
+    for (unsigned r = HELD * LANES + sub; r < k; r += LANES) a.weights[base + r] *= scale;
     for (int q = sub; q < a.S; q += LANES) {
       a.ids[base + a.k + q] = a.E + q;
       a.weights[base + a.k + q] = 1.0f;
