@@ -88,6 +88,17 @@ ROUTER_FN float exp_f32(float x) {
 #endif
 }
 
+// 1/x for the sigmoid's x = 1 + exp(-logit) >= 1. The device takes the fast reciprocal
+// (within 2 ulp; 0 past 2^126, where the sigmoid is below 1e-38 anyway): the IEEE division's
+// range check and slow-path branch per expert were a tenth of a row's instructions.
+ROUTER_FN float sigmoid_recip(float x) {
+#if defined(__CUDACC__)
+  return __fdividef(1.0f, x);
+#else
+  return 1.0f / x;
+#endif
+}
+
 ROUTER_FN float half_to_float(unsigned h) {
 #if defined(__CUDACC__)
   return __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
@@ -100,9 +111,10 @@ ROUTER_FN float half_to_float(unsigned h) {
 // -0 as +0 (they compare equal as floats, so they must tie). Every real key is >= kMinKey.
 inline constexpr unsigned kMinKey = 0x007FFFFFu;  // the key of -inf
 ROUTER_FN unsigned order_key(float c) {
-  unsigned u = f2u(is_nan(c) ? neg_inf() : c);
-  if (u == 0x80000000u) u = 0;
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  // c + 0 turns -0 into +0 (round to nearest) and keeps every other value; then negative
+  // floats flip all bits, positive ones only the sign bit.
+  const unsigned u = f2u(is_nan(c) ? neg_inf() : c + 0.0f);
+  return u ^ (static_cast<unsigned>(static_cast<int>(u) >> 31) | 0x80000000u);
 }
 ROUTER_FN float key_value(unsigned k) { return u2f((k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k); }
 
@@ -209,10 +221,13 @@ ROUTER_FN void top2_insert(unsigned& t1, unsigned& t2, unsigned x) {
   t1 = max(t1, x);
 }
 
-// Merges the best two keys across `span` aligned lanes (span: a power of two <= LANES).
-template <class Lane>
+// Merges the best two keys across `span` aligned lanes (span: a power of two <= LANES). The
+// steps are unrolled to LANES and skipped past span (uniform), so no loop counter is kept.
+template <int LANES, class Lane>
 ROUTER_FN void span_top2(Lane& ln, unsigned& t1, unsigned& t2, int span) {
-  for (int off = 1; off < span; off <<= 1) {
+#pragma unroll
+  for (int off = 1; off < LANES; off <<= 1) {
+    if (off >= span) break;
     const unsigned o1 = ln.xor_u(t1, off), o2 = ln.xor_u(t2, off);
     t2 = max(min(t1, o1), max(t2, o2));
     t1 = max(t1, o1);
@@ -305,7 +320,7 @@ struct RowKernel {
       unsigned t1 = 0, t2 = 0;
 #pragma unroll
       for (int v = 0; v < V; ++v) top2_insert(t1, t2, key[j * V + v]);
-      span_top2(ln, t1, t2, lpg);
+      span_top2<LANES>(ln, t1, t2, lpg);
       const int gid = j * a.gpc + gsub;
       gk[j] = gid < a.G ? order_key(group_value(a, t1, t2)) : 0u;
     }
@@ -344,7 +359,7 @@ struct RowKernel {
 #pragma unroll
       for (int i = 0; i < EPL; ++i)
         if (gidx[i] == g) top2_insert(t1, t2, key[i]);
-      span_top2(ln, t1, t2, LANES);
+      span_top2<LANES>(ln, t1, t2, LANES);
       const unsigned gkey = order_key(group_value(a, t1, t2));
       const unsigned park = sub == g % LANES ? 1u << (g / LANES) : 0u;
 #pragma unroll
@@ -368,6 +383,16 @@ struct RowKernel {
     }
   }
 
+  // The logits as floats; padding slots get NaN.
+  ROUTER_FN static void widen(const Args& a, int sub, const RawT (&raw)[NCH], float (&s)[EPL], int bf16) {
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) {
+      const bool valid = expert_of(j * V, sub) < a.E;
+#pragma unroll
+      for (int v = 0; v < V; ++v) s[j * V + v] = valid ? raw_elem<ESIZE, BYTES>(raw[j], v, bf16) : quiet_nan();
+    }
+  }
+
   // Scores, groups, top-k and the writes of one row. `active` is false for a row group past
   // the last row: it computes on a copy of the last row (so the warp stays converged) and
   // writes nothing.
@@ -385,16 +410,13 @@ struct RowKernel {
         if (e0 < a.E) load_bias<V>(b + j * V, a.bias + e0);
       }
     }
-#pragma unroll
-    for (int j = 0; j < NCH; ++j) {
-      const bool valid = expert_of(j * V, sub) < a.E;
-#pragma unroll
-      for (int v = 0; v < V; ++v) s[j * V + v] = valid ? raw_elem<ESIZE, BYTES>(raw[j], v, a.bf16) : quiet_nan();
-    }
+    // One uniform branch on the 16-bit format instead of a select per expert.
+    if (ESIZE == 2 && a.bf16) widen(a, sub, raw, s, 1);
+    else widen(a, sub, raw, s, 0);
     // Padding slots hold NaN logits: no part in the max or the sum, and key 0 below.
     if (a.sigmoid) {
 #pragma unroll
-      for (int i = 0; i < EPL; ++i) s[i] = 1.0f / (1.0f + exp_f32(-s[i]));
+      for (int i = 0; i < EPL; ++i) s[i] = sigmoid_recip(1.0f + exp_f32(-s[i]));
     } else {
       float m = neg_inf();
 #pragma unroll
