@@ -221,6 +221,21 @@ ROUTER_FN void top2_insert(unsigned& t1, unsigned& t2, unsigned x) {
   t1 = max(t1, x);
 }
 
+// Best two of x[LO, LO+N) as a tournament: 17 min/max for 8 keys where inserting one at a
+// time takes 24. N: a power of two.
+template <int LO, int N, int M>
+ROUTER_FN void top2_of(const unsigned (&x)[M], unsigned& t1, unsigned& t2) {
+  if constexpr (N == 1) {
+    t1 = x[LO], t2 = 0;
+  } else {
+    unsigned a1, a2, b1, b2;
+    top2_of<LO, N / 2>(x, a1, a2);
+    top2_of<LO + N / 2, N / 2>(x, b1, b2);
+    t1 = max(a1, b1);
+    t2 = max(min(a1, b1), max(a2, b2));
+  }
+}
+
 // Merges the best two keys across `span` aligned lanes (span: a power of two <= LANES). The
 // steps are unrolled to LANES and skipped past span (uniform), so no loop counter is kept.
 template <int LANES, class Lane>
@@ -317,9 +332,10 @@ struct RowKernel {
     unsigned gk[NCH];
 #pragma unroll
     for (int j = 0; j < NCH; ++j) {
-      unsigned t1 = 0, t2 = 0;
+      unsigned c[V], t1, t2;
 #pragma unroll
-      for (int v = 0; v < V; ++v) top2_insert(t1, t2, key[j * V + v]);
+      for (int v = 0; v < V; ++v) c[v] = key[j * V + v];
+      top2_of<0, V>(c, t1, t2);
       span_top2<LANES>(ln, t1, t2, lpg);
       const int gid = j * a.gpc + gsub;
       gk[j] = gid < a.G ? order_key(group_value(a, t1, t2)) : 0u;
