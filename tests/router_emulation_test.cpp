@@ -36,6 +36,7 @@ struct HostLane {
   unsigned idx_u(unsigned v, int src, int width) const { return __shfl_sync(kFull, v, src, width); }
   unsigned max_u(unsigned v) const { return __reduce_max_sync(kFull, v); }
   unsigned min_u(unsigned v) const { return __reduce_min_sync(kFull, v); }
+  void sync() const { __syncwarp(); }
 };
 
 // A "launch" of shape I: every warp of the grid, one after the other (a block of one warp).

@@ -380,12 +380,15 @@ TEST(RouterCudaSpace, DefaultsOfTheHeadlinePresets) {
   auto def = [](const Params& p, const char* dt) {
     return router::cuda_default(RouterSpec::from(complete(router_family().problem_params, with(p, 8192, dt), "router")));
   };
-  // DeepSeek-V3 bf16: one 16-byte load per lane, groups of 32 on 4 lanes (the fast group path).
+  // DeepSeek-V3 bf16: four rows per warp, 16-byte loads, groups of 32 on 4 lanes (the fast
+  // group path).
   const auto ds = def(problem(256, 8, 1, 8, 4, "sigmoid", 1, 1, 2.5), "bf16");
-  EXPECT_EQ(ds.lanes, 32);
-  EXPECT_EQ(ds.epl, 8);
+  EXPECT_EQ(ds.lanes, 8);
+  EXPECT_EQ(ds.epl, 32);
   EXPECT_EQ(ds.vec_bytes, 16);
+  // Kimi-K2 bf16: two rows per warp, no empty slot.
   const auto kimi = def(problem(384, 8, 1, 1, 1, "sigmoid", 1, 1, 2.827), "bf16");
+  EXPECT_EQ(kimi.lanes, 16);
   EXPECT_EQ(kimi.lanes * kimi.epl, 384);
   const auto mixtral = def(problem(8, 2), "bf16");
   EXPECT_EQ(mixtral.lanes, 1);  // a thread per row

@@ -119,16 +119,18 @@ std::vector<CudaConfig> cuda_space(const RouterSpec& sp, bool full) {
 }
 
 CudaConfig cuda_default(const RouterSpec& sp) {
-  // Cost model: registers scanned per selection step (epl), reduction depth (log2 lanes),
-  // narrower loads, and the slow any-groups path when the layout cannot keep groups in lanes.
+  // Cost model, in warp-instructions per row: a selection step scans the lane's epl registers
+  // (about 4 instructions each) and reduces over log2(lanes) shuffle steps (about 6), narrower
+  // loads cost more, and the warp shares all of it among its 32/lanes rows. The slow
+  // any-groups path is avoided whenever a layout can keep groups in lanes.
   double best_cost = 1e300;
   CudaConfig best;
   bool found = false;
   for (const auto& c : cuda_space(sp, true)) {
     if (c.warps != 4) continue;
     const int vec = c.vec_bytes / esize_of(sp);
-    double cost = c.epl + 2 * std::log2(double(c.lanes)) + std::log2(16.0 / c.vec_bytes);
-    if (sp.grouped() && !lane_groups_fit(sp, c.lanes, vec)) cost += 100;
+    double cost = (4.0 * c.epl + 6 * std::log2(double(c.lanes)) + 4 * std::log2(16.0 / c.vec_bytes)) * c.lanes / 32;
+    if (sp.grouped() && !lane_groups_fit(sp, c.lanes, vec)) cost += 1000;
     if (cost < best_cost) best_cost = cost, best = c, found = true;
   }
   if (!found) {

@@ -21,6 +21,7 @@ struct DeviceLane {
   }
   __device__ __forceinline__ unsigned max_u(unsigned v) const { return __reduce_max_sync(0xffffffffu, v); }
   __device__ __forceinline__ unsigned min_u(unsigned v) const { return __reduce_min_sync(0xffffffffu, v); }
+  __device__ __forceinline__ void sync() const { __syncwarp(); }
 };
 
 template <int LANES, int EPL, int V, int ESIZE>

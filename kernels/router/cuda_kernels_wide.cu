@@ -4,7 +4,7 @@
 namespace moe::router {
 
 void fill_kernels_wide(KernelFns* t) {
-  kern::fill_table<kShapesWideBegin>(t, std::make_integer_sequence<int, kShapeCount - kShapesWideBegin>{});
+  kern::fill_table<kShapesWideBegin>(t, std::make_integer_sequence<int, kShapesPackedBegin - kShapesWideBegin>{});
 }
 
 }  // namespace moe::router

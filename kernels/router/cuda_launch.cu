@@ -21,6 +21,7 @@ const KernelFns* kernel_table() {
     fill_kernels_16(table);
     fill_kernels_32(table);
     fill_kernels_wide(table);
+    fill_kernels_packed(table);
   });
   return table;
 }

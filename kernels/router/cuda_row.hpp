@@ -1,6 +1,6 @@
 #pragma once
 // The cuda router's per-row algorithm. It is written once against a small "Lane" interface
-// (lane id, xor/indexed shuffles, full-warp max/min) so that the same code runs on the
+// (lane id, xor/indexed shuffles, full-warp max/min, warp barrier) so that the same code runs on the
 // device (cuda_kernels.cuh) and, in the tests, on the host under a warp emulator: the
 // index arithmetic, tie-breaking and NaN handling are checked on machines without a GPU.
 //
@@ -9,7 +9,7 @@
 // as fp32 scores s[] and 32-bit order keys key[]. A key orders selection scores like the
 // reference does: larger c first, NaN as -inf, and (through the index tie-break of every
 // reduction) the lower expert first on ties. Key 0 marks an expert out of the running
-// (padding, dropped group); keys 1..k mark the experts already chosen, by rank.
+// (padding, dropped group, already chosen).
 #include <cstdint>
 #include <cstring>
 
@@ -88,6 +88,17 @@ ROUTER_FN float exp_f32(float x) {
 #endif
 }
 
+// 1/x for the sigmoid's x = 1 + exp(-logit) >= 1. The device takes the fast reciprocal
+// (within 2 ulp; 0 past 2^126, where the sigmoid is below 1e-38 anyway): the IEEE division's
+// range check and slow-path branch per expert were a tenth of a row's instructions.
+ROUTER_FN float sigmoid_recip(float x) {
+#if defined(__CUDACC__)
+  return __fdividef(1.0f, x);
+#else
+  return 1.0f / x;
+#endif
+}
+
 ROUTER_FN float half_to_float(unsigned h) {
 #if defined(__CUDACC__)
   return __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
@@ -100,9 +111,10 @@ ROUTER_FN float half_to_float(unsigned h) {
 // -0 as +0 (they compare equal as floats, so they must tie). Every real key is >= kMinKey.
 inline constexpr unsigned kMinKey = 0x007FFFFFu;  // the key of -inf
 ROUTER_FN unsigned order_key(float c) {
-  unsigned u = f2u(is_nan(c) ? neg_inf() : c);
-  if (u == 0x80000000u) u = 0;
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  // c + 0 turns -0 into +0 (round to nearest) and keeps every other value; then negative
+  // floats flip all bits, positive ones only the sign bit.
+  const unsigned u = f2u(is_nan(c) ? neg_inf() : c + 0.0f);
+  return u ^ (static_cast<unsigned>(static_cast<int>(u) >> 31) | 0x80000000u);
 }
 ROUTER_FN float key_value(unsigned k) { return u2f((k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k); }
 
@@ -209,10 +221,28 @@ ROUTER_FN void top2_insert(unsigned& t1, unsigned& t2, unsigned x) {
   t1 = max(t1, x);
 }
 
-// Merges the best two keys across `span` aligned lanes (span: a power of two <= LANES).
-template <class Lane>
+// Best two of x[LO, LO+N) as a tournament: 17 min/max for 8 keys where inserting one at a
+// time takes 24. N: a power of two.
+template <int LO, int N, int M>
+ROUTER_FN void top2_of(const unsigned (&x)[M], unsigned& t1, unsigned& t2) {
+  if constexpr (N == 1) {
+    t1 = x[LO], t2 = 0;
+  } else {
+    unsigned a1, a2, b1, b2;
+    top2_of<LO, N / 2>(x, a1, a2);
+    top2_of<LO + N / 2, N / 2>(x, b1, b2);
+    t1 = max(a1, b1);
+    t2 = max(min(a1, b1), max(a2, b2));
+  }
+}
+
+// Merges the best two keys across `span` aligned lanes (span: a power of two <= LANES). The
+// steps are unrolled to LANES and skipped past span (uniform), so no loop counter is kept.
+template <int LANES, class Lane>
 ROUTER_FN void span_top2(Lane& ln, unsigned& t1, unsigned& t2, int span) {
-  for (int off = 1; off < span; off <<= 1) {
+#pragma unroll
+  for (int off = 1; off < LANES; off <<= 1) {
+    if (off >= span) break;
     const unsigned o1 = ln.xor_u(t1, off), o2 = ln.xor_u(t2, off);
     t2 = max(min(t1, o1), max(t2, o2));
     t1 = max(t1, o1);
@@ -221,12 +251,14 @@ ROUTER_FN void span_top2(Lane& ln, unsigned& t1, unsigned& t2, int span) {
 
 // Best key of a lane's array and its slot; ties to the lower slot (a tree, for latency: the
 // left half always holds the lower slots, and only a strictly larger right side wins).
+// `taken` bit i drops key i from the running: bits, not stores into the array, because a
+// store at a computed index would put the array in local memory.
 template <int N>
-ROUTER_FN void local_argmax(const unsigned (&key)[N], unsigned& best, int& slot) {
+ROUTER_FN void local_argmax(const unsigned (&key)[N], unsigned taken, unsigned& best, int& slot) {
   unsigned k[N];
   int s[N];
 #pragma unroll
-  for (int i = 0; i < N; ++i) k[i] = key[i], s[i] = i;
+  for (int i = 0; i < N; ++i) k[i] = ((taken >> i) & 1u) ? 0u : key[i], s[i] = i;
 #pragma unroll
   for (int w = 1; w < N; w *= 2) {
 #pragma unroll
@@ -235,6 +267,26 @@ ROUTER_FN void local_argmax(const unsigned (&key)[N], unsigned& best, int& slot)
   }
   best = k[0];
   slot = s[0];
+}
+
+// local_argmax that also carries the winner's score, so that it never has to be read back
+// from the array at a computed index.
+template <int N>
+ROUTER_FN void local_best(const unsigned (&key)[N], const float (&score)[N], unsigned& best, int& slot, float& sc) {
+  unsigned k[N];
+  int s[N];
+  float v[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) k[i] = key[i], s[i] = i, v[i] = score[i];
+#pragma unroll
+  for (int w = 1; w < N; w *= 2) {
+#pragma unroll
+    for (int i = 0; i + w < N; i += 2 * w)
+      if (k[i + w] > k[i]) k[i] = k[i + w], s[i] = s[i + w], v[i] = v[i + w];
+  }
+  best = k[0];
+  slot = s[0];
+  sc = v[0];
 }
 
 // Score of a group from its best two keys: fp32 sum for top2_sum (one expert: its own c).
@@ -255,6 +307,9 @@ struct RowKernel {
   static constexpr int NCH = EPL / V;
   static constexpr int RPW = 32 / LANES;
   static constexpr int BYTES = V * ESIZE;
+  // Ranks whose scores each lane keeps in registers: the first 32 ranks (all of them when a
+  // lane holds the whole row).
+  static constexpr int HELD = EPL < 32 / LANES ? EPL : 32 / LANES;
   using RawT = Raw<BYTES>;
 
   ROUTER_FN static int expert_of(int slot, int sub) { return (slot / V) * (LANES * V) + sub * V + slot % V; }
@@ -277,23 +332,24 @@ struct RowKernel {
     unsigned gk[NCH];
 #pragma unroll
     for (int j = 0; j < NCH; ++j) {
-      unsigned t1 = 0, t2 = 0;
+      unsigned c[V], t1, t2;
 #pragma unroll
-      for (int v = 0; v < V; ++v) top2_insert(t1, t2, key[j * V + v]);
-      span_top2(ln, t1, t2, lpg);
+      for (int v = 0; v < V; ++v) c[v] = key[j * V + v];
+      top2_of<0, V>(c, t1, t2);
+      span_top2<LANES>(ln, t1, t2, lpg);
       const int gid = j * a.gpc + gsub;
       gk[j] = gid < a.G ? order_key(group_value(a, t1, t2)) : 0u;
     }
-    unsigned kept = 0;
+    unsigned kept = 0;  // bit j: chunk j's group is kept
     for (int r = 0; r < a.TG; ++r) {
       unsigned bk;
       int bj;
-      local_argmax<NCH>(gk, bk, bj);
+      local_argmax<NCH>(gk, kept, bk, bj);
       unsigned bg = static_cast<unsigned>(bj * a.gpc + gsub);
       row_argmax<LANES>(ln, bk, bg);
 #pragma unroll
       for (int j = 0; j < NCH; ++j)
-        if (static_cast<unsigned>(j * a.gpc + gsub) == bg) gk[j] = 0, kept |= 1u << j;
+        if (static_cast<unsigned>(j * a.gpc + gsub) == bg) kept |= 1u << j;
     }
 #pragma unroll
     for (int j = 0; j < NCH; ++j)
@@ -303,7 +359,9 @@ struct RowKernel {
   }
 
   // Any grouping: score group g across the whole row group, park its key on lane g % LANES
-  // (slot g / LANES), select TG groups there, then each expert asks its group's lane.
+  // (slot g / LANES), select TG groups there, then each expert asks its group's lane. The
+  // parking slot is picked by a bit mask, never by indexing gk: that would move gk to local
+  // memory.
   template <class Lane>
   ROUTER_FN static void any_groups(const Args& a, Lane& ln, int sub, unsigned (&key)[EPL]) {
     int gidx[EPL];
@@ -317,24 +375,20 @@ struct RowKernel {
 #pragma unroll
       for (int i = 0; i < EPL; ++i)
         if (gidx[i] == g) top2_insert(t1, t2, key[i]);
-      span_top2(ln, t1, t2, LANES);
+      span_top2<LANES>(ln, t1, t2, LANES);
       const unsigned gkey = order_key(group_value(a, t1, t2));
-      const bool owner = sub == g % LANES;
+      const unsigned park = sub == g % LANES ? 1u << (g / LANES) : 0u;
 #pragma unroll
-      for (int q = 0; q < EPL; ++q)
-        if (owner && q == g / LANES) gk[q] = gkey;
+      for (int q = 0; q < EPL; ++q) gk[q] = ((park >> q) & 1u) ? gkey : gk[q];
     }
     unsigned kept = 0;  // bit q: group q*LANES + sub is kept
     for (int r = 0; r < a.TG; ++r) {
       unsigned bk;
       int bq;
-      local_argmax<EPL>(gk, bk, bq);
+      local_argmax<EPL>(gk, kept, bk, bq);
       unsigned bg = static_cast<unsigned>(bq * LANES + sub);
       row_argmax<LANES>(ln, bk, bg);
-      const bool owner = static_cast<unsigned>(sub) == bg % LANES;
-#pragma unroll
-      for (int q = 0; q < EPL; ++q)
-        if (owner && static_cast<unsigned>(q) == bg / LANES) gk[q] = 0, kept |= 1u << q;
+      if (static_cast<unsigned>(sub) == bg % LANES) kept |= 1u << (bg / LANES);
     }
 #pragma unroll
     for (int i = 0; i < EPL; ++i) {
@@ -342,6 +396,16 @@ struct RowKernel {
       const unsigned m = ln.idx_u(kept, g % LANES, LANES);
       const int bit = g / LANES;
       if (bit >= 32 || !((m >> bit) & 1u)) key[i] = 0;
+    }
+  }
+
+  // The logits as floats; padding slots get NaN.
+  ROUTER_FN static void widen(const Args& a, int sub, const RawT (&raw)[NCH], float (&s)[EPL], int bf16) {
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) {
+      const bool valid = expert_of(j * V, sub) < a.E;
+#pragma unroll
+      for (int v = 0; v < V; ++v) s[j * V + v] = valid ? raw_elem<ESIZE, BYTES>(raw[j], v, bf16) : quiet_nan();
     }
   }
 
@@ -362,16 +426,13 @@ struct RowKernel {
         if (e0 < a.E) load_bias<V>(b + j * V, a.bias + e0);
       }
     }
-#pragma unroll
-    for (int j = 0; j < NCH; ++j) {
-      const bool valid = expert_of(j * V, sub) < a.E;
-#pragma unroll
-      for (int v = 0; v < V; ++v) s[j * V + v] = valid ? raw_elem<ESIZE, BYTES>(raw[j], v, a.bf16) : quiet_nan();
-    }
+    // One uniform branch on the 16-bit format instead of a select per expert.
+    if (ESIZE == 2 && a.bf16) widen(a, sub, raw, s, 1);
+    else widen(a, sub, raw, s, 0);
     // Padding slots hold NaN logits: no part in the max or the sum, and key 0 below.
     if (a.sigmoid) {
 #pragma unroll
-      for (int i = 0; i < EPL; ++i) s[i] = 1.0f / (1.0f + exp_f32(-s[i]));
+      for (int i = 0; i < EPL; ++i) s[i] = sigmoid_recip(1.0f + exp_f32(-s[i]));
     } else {
       float m = neg_inf();
 #pragma unroll
@@ -398,35 +459,48 @@ struct RowKernel {
     if (a.group_mode == kLaneGroups) lane_groups(a, ln, sub, key);
     else if (a.group_mode == kAnyGroups) any_groups(a, ln, sub, key);
 
-    for (int it = 0; it < a.k; ++it) {
+    // Selection. The winning lane writes the id at once; every lane of the group gets the
+    // winner's score, and lane r % LANES keeps the score of rank r (for r < HELD*LANES) until
+    // the renormalised scale is known. Later ranks are written unscaled and fixed after.
+    const unsigned k = static_cast<unsigned>(a.k);
+    const long long K = a.k + a.S, base = row * K;
+    float held[HELD];
+#pragma unroll
+    for (int j = 0; j < HELD; ++j) held[j] = 0.0f;
+    float wsum = 0.0f;
+    unsigned taken = 0;  // bit i: slot i already chosen
+    for (unsigned it = 0; it < k; ++it) {
       unsigned bk;
       int bs;
-      local_argmax<EPL>(key, bk, bs);
+      float bsc;
+      local_best<EPL>(key, s, bk, bs, bsc);
       const unsigned mine = static_cast<unsigned>(expert_of(bs, sub));
       unsigned win = mine;
       row_argmax<LANES>(ln, bk, win);
+      const bool won = win == mine;
+      if (won) taken |= 1u << bs;
 #pragma unroll
-      for (int i = 0; i < EPL; ++i)
-        if (win == mine && i == bs) key[i] = static_cast<unsigned>(it + 1);
-    }
-
-    const unsigned k = static_cast<unsigned>(a.k);
-    float wsum = 0.0f;
+      for (int i = 0; i < EPL; ++i) key[i] = ((taken >> i) & 1u) ? 0u : key[i];
+      float w = u2f(ln.idx_u(f2u(bsc), static_cast<int>((win / V) % LANES), LANES));
+      w = is_nan(w) ? 0.0f : w;
+      wsum += w;
+      const unsigned hold = (it < HELD * LANES && it % LANES == static_cast<unsigned>(sub)) ? 1u << (it / LANES) : 0u;
 #pragma unroll
-    for (int i = 0; i < EPL; ++i)
-      if (key[i] - 1u < k && !is_nan(s[i])) wsum += s[i];
-    wsum = row_sum<LANES>(ln, wsum);
-    const float scale = (a.renorm && wsum > 0.0f) ? a.rsf / wsum : a.rsf;
-    if (!active) return;
-    const long long K = a.k + a.S, base = row * K;
-#pragma unroll
-    for (int i = 0; i < EPL; ++i) {
-      if (key[i] - 1u < k) {
-        const long long at = base + (key[i] - 1u);
-        a.ids[at] = expert_of(i, sub);
-        a.weights[at] = is_nan(s[i]) ? 0.0f : s[i] * scale;
+      for (int j = 0; j < HELD; ++j) held[j] = ((hold >> j) & 1u) ? w : held[j];
+      if (active && won) {
+        a.ids[base + it] = static_cast<std::int32_t>(win);
+        if (it >= HELD * LANES) a.weights[base + it] = w;
       }
     }
+    const float scale = (a.renorm && wsum > 0.0f) ? a.rsf / wsum : a.rsf;
+    if (k > HELD * LANES) ln.sync();  // the unscaled weights above, before they are read back
+    if (!active) return;
+#pragma unroll
+    for (int j = 0; j < HELD; ++j) {
+      const unsigned r = static_cast<unsigned>(j * LANES + sub);
+      if (r < k) a.weights[base + r] = held[j] * scale;
+    }
+    for (unsigned r = HELD * LANES + sub; r < k; r += LANES) a.weights[base + r] *= scale;
     for (int q = sub; q < a.S; q += LANES) {
       a.ids[base + a.k + q] = a.E + q;
       a.weights[base + a.k + q] = 1.0f;

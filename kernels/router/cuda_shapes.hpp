@@ -11,7 +11,9 @@ struct KernelShape {
   int lanes, epl, vec, esize;  // vec: elements per load; esize: bytes per logit
 };
 
-// Small rows (epl <= 8) for 16-bit logits, then fp32, then wide rows (E up to 1024).
+// Small rows (epl <= 8) for 16-bit logits, then fp32, then wide rows (E up to 1024), then
+// wide rows packed 2 or 4 to a warp: a warp-wide reduction step costs the same for one row as
+// for four, so at E >= 256 fewer lanes per row spend fewer warp-instructions on each.
 // vec 1 (and 2 for fp32) exists on a few shapes only: it serves E that 16-byte loads cannot.
 inline constexpr KernelShape kShapes[] = {
     // 16-bit logits, epl <= 8: cuda_kernels_16.cu
@@ -25,10 +27,13 @@ inline constexpr KernelShape kShapes[] = {
     // wide rows, both element sizes: cuda_kernels_wide.cu
     {32, 12, 4, 2}, {32, 16, 8, 2}, {32, 16, 4, 2}, {32, 32, 8, 2}, {32, 32, 4, 2}, {32, 32, 1, 2},
     {32, 12, 4, 4}, {32, 16, 4, 4}, {32, 32, 4, 4}, {32, 32, 2, 4}, {32, 32, 1, 4},
+    // packed wide rows, several rows per warp for E >= 256, 16-byte loads: cuda_kernels_packed.cu
+    {8, 32, 8, 2}, {16, 16, 8, 2}, {16, 24, 8, 2}, {16, 32, 8, 2},
+    {8, 32, 4, 4}, {16, 16, 4, 4}, {16, 24, 4, 4}, {16, 32, 4, 4},
 };
 inline constexpr int kShapeCount = sizeof(kShapes) / sizeof(kShapes[0]);
-// Index ranges of the three instantiation files.
-inline constexpr int kShapes16Begin = 0, kShapes32Begin = 18, kShapesWideBegin = 32;
+// Index ranges of the four instantiation files.
+inline constexpr int kShapes16Begin = 0, kShapes32Begin = 18, kShapesWideBegin = 32, kShapesPackedBegin = 43;
 
 inline constexpr int kMaxExperts = 1024;  // widest compiled row: 32 lanes x 32 experts
 inline constexpr int kMaxWarps = 8;       // the kernels' launch bound is 256 threads

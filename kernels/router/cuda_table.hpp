@@ -1,5 +1,5 @@
 #pragma once
-// The table of compiled router kernels, filled by the three instantiation files.
+// The table of compiled router kernels, filled by the four instantiation files.
 #include <cuda_runtime_api.h>
 
 #include "router/cuda_row.hpp"
@@ -13,6 +13,7 @@ struct KernelFns {
 
 void fill_kernels_16(KernelFns* table);    // cuda_kernels_16.cu
 void fill_kernels_32(KernelFns* table);    // cuda_kernels_32.cu
-void fill_kernels_wide(KernelFns* table);  // cuda_kernels_wide.cu
+void fill_kernels_wide(KernelFns* table);    // cuda_kernels_wide.cu
+void fill_kernels_packed(KernelFns* table);  // cuda_kernels_packed.cu
 
 }  // namespace moe::router
