@@ -9,7 +9,9 @@ void add_devices_command(CLI::App& root) {
   auto* cmd = root.add_subcommand("devices", "list the GPUs (name, SMs, memory, clocks) and the CPU");
   cmd->callback([] {
     const int n = cuda_device_count();
-    fmt::print("CUDA driver {}, runtime {}; {} device(s) visible\n", cuda_driver_version(), cuda_runtime_version(), n);
+    const std::string release = nvidia_driver_release();
+    fmt::print("NVIDIA driver {} (CUDA {}); this binary needs {}; {} device(s) visible\n",
+               release.empty() ? "not installed" : release, cuda_driver_version(), cuda_driver_needed(), n);
     if (n == 0) fmt::print("  ({})\n", cuda_unavailable_reason());
     for (int i = 0; i < n; ++i) {
       const DeviceInfo d = cuda_device_info(i);

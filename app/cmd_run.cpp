@@ -8,6 +8,7 @@
 #include "io/npy.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
+#include "tuner/save_case.hpp"
 #include "tuner/harness.hpp"
 #include "tuner/problem.hpp"
 
@@ -84,10 +85,7 @@ void run(const ProblemArgs& pa, const RunArgs& ra) {
   fmt::print("\nvalidate {}\n", o.validation.summary());
 
   if (!ra.save.empty()) {
-    std::filesystem::create_directories(ra.save);
-    for (auto& [name, tensor] : p.inputs) write_npy(ra.save + "/" + name + ".npy", tensor);
-    for (auto& [name, tensor] : o.outputs) write_npy(ra.save + "/" + name + ".npy", tensor);
-    for (auto& [name, tensor] : p.reference) write_npy(ra.save + "/" + name + ".ref.npy", tensor);
+    tuner::save_tensors(ra.save, p, o.outputs);
     fmt::print("saved    inputs, outputs and reference outputs (*.ref.npy) as .npy in {}\n", ra.save);
   }
   if (!o.validation.ok) throw Error(f.name + " output does not match the reference (see validate line above)");

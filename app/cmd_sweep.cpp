@@ -24,7 +24,7 @@ struct SweepArgs {
   std::string what;
   ProblemArgs problem;
   std::string backend, space = "default", strategy = "halving", budget, devices = "all", shard = "0/1";
-  std::string out, tables, dist = "uniform", timer = "cold", progress;
+  std::string out, tables, dist = "uniform", timer = "cold", progress, save_invalid;
   std::string min_time = "1ms", max_time = "1s", max_noise = "1%", watchdog = "20s";
   double zipf_s = 1.2;
   int min_samples = 10, threads = 0;
@@ -123,6 +123,7 @@ void run(const SweepArgs& a) {
   o.seed = a.seed;
   o.timer = tuner::parse_timer_mode(a.timer);
   o.cupti = !a.no_cupti;
+  o.save_invalid = a.save_invalid;
   if (a.dist == "uniform" || a.dist == "zipf") o.dist = a.dist;
   else if (a.dist.size() > 4 && a.dist.substr(a.dist.size() - 4) == ".npy") o.replay = a.dist;
   else throw Error("--dist '" + a.dist + "': use uniform, zipf or a captured FILE.npy (logits [N,E] or ids [N,k])");
@@ -194,6 +195,9 @@ void add_sweep_command(CLI::App& root) {
   cmd->add_option("--timer", a->timer, "cuda: cold (L2 flushed per sample, CUPTI) | hot (CUDA-graph batch)")
       ->default_str("cold");
   cmd->add_flag("--no-cupti", a->no_cupti, "cuda: time with CUDA events only");
+  cmd->add_option("--save-invalid", a->save_invalid,
+                  "write an invalid candidate's inputs, outputs and reference as .npy, with the `moebench run` "
+                  "command that reproduces it, under DIR/FAMILY/PROBLEM/CONFIG");
   cmd->add_option("--min-samples", a->min_samples, "samples before a candidate may stop")->default_str("10");
   cmd->add_option("--max-noise", a->max_noise, "stop once the median's relative noise is below this")->default_str("1%");
   cmd->add_option("--min-time", a->min_time, "measured time before a candidate may stop")->default_str("1ms");

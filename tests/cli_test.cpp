@@ -84,6 +84,16 @@ TEST(Cli, InputNameMustBeAFamilyInput) {
   EXPECT_NE(r.out.find("has no input 'nosuch'"), std::string::npos) << r.out;
 }
 
+TEST(Cli, DevicesSaysWhichDriverThisBinaryNeeds) {
+  auto r = sh("devices");
+  EXPECT_EQ(r.rc, 0);
+  const std::string release = moe::nvidia_driver_release();
+  EXPECT_NE(r.out.find("NVIDIA driver " + (release.empty() ? std::string("not installed") : release)), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("this binary needs R5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(moe::cuda_driver_needed()), std::string::npos) << r.out;
+}
+
 TEST(Cli, HelpListsEveryCommand) {
   auto r = sh("--help");
   EXPECT_EQ(r.rc, 0);

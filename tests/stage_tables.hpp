@@ -7,6 +7,7 @@
 #include <string>
 
 #include "layer/stages.hpp"
+#include "runtime/build_id.hpp"
 #include "runtime/params_json.hpp"
 #include "runtime/table.hpp"
 
@@ -20,6 +21,7 @@ inline void write_stage_table(const std::filesystem::path& dir, const Stage& sta
                             {"kernel", stage.family},
                             {"backend", "cpu"},
                             {"device", "cpu"},
+                            {"build", {{"id", runtime::family_build_id(stage.family)}}},
                             {"entries", {{std::to_string(tokens), {{"config", runtime::params_to_json(config)}}}}}};
   std::ofstream(path) << t.dump(1);
 }

@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "moe/error.hpp"
@@ -29,9 +30,17 @@ DeviceTensors DeviceTensors::alloc(const std::vector<TensorSpec>& specs) {
 void DeviceTensors::poison() {
   for (auto& [k, it] : items_) {
     if (!it.buf.size()) continue;
-    Tensor host(it.dtype, it.shape);  // the host pattern, copied: one code path for both sides
-    poison_host(host.ref());
-    cuda_check(cudaMemcpy(it.buf.get(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice), "cudaMemcpy poison");
+    // The host pattern, copied: one code path for both sides. The pattern is the same for every
+    // element, so at most 32 MiB of it serves any size (no output-sized host copy on the way).
+    const std::size_t es = dtype_size(it.dtype);
+    const std::size_t n = it.buf.size() / es;
+    const std::size_t chunk = std::min(n, (std::size_t{32} << 20) / es);
+    Tensor pattern(it.dtype, {static_cast<std::int64_t>(chunk)});
+    poison_host(pattern.ref());
+    for (std::size_t done = 0; done < n; done += chunk)
+      cuda_check(cudaMemcpy(static_cast<char*>(it.buf.get()) + done * es, pattern.raw(), std::min(chunk, n - done) * es,
+                            cudaMemcpyHostToDevice),
+                 "cudaMemcpy poison");
   }
 }
 

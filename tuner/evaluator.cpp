@@ -77,7 +77,8 @@ void WorkerEvaluator::ensure_prepared() {
               {"zipf_s", o.zipf_s},
               {"replay", o.replay},
               {"timer", std::string(timer_mode_name(o.timer))},
-              {"cupti", o.cupti}};
+              {"cupti", o.cupti},
+              {"save_invalid", o.save_invalid}};
   const Reply r = w_.call(req, std::max(120.0, 10 * o.watchdog_s), &interrupts());
   if (r.kind == Reply::cancelled) throw Interrupted{};
   if (r.kind != Reply::ok) throw PointFailed{"preparing the problem: " + r.error};
@@ -114,14 +115,17 @@ json WorkerEvaluator::run(Candidate& c, int round, const StopRule& rule, double 
   }
   ensure_prepared();
   if (!c.validated) {
-    // Fresh inputs per candidate; one fresh set per point when making a problem is expensive
-    // (a reference on the host for every candidate would dominate a large sweep).
-    const std::uint64_t seed = derive_seed(o.seed, pt_.key + (prepare_s_ > 0.25 ? std::string("#validate") : "#" + c.key));
+    // Fresh inputs per candidate; the point's own inputs when making a problem is expensive (a
+    // reference on the host for every candidate would dominate a large sweep, and a second
+    // instance would double the problem on the device).
+    const std::uint64_t seed =
+        prepare_s_ > 0.25 ? derive_seed(o.seed, pt_.key) : derive_seed(o.seed, pt_.key + "#" + c.key);
     const Reply r = w_.call({{"op", "validate"}, {"config", params_to_json(run_config(c))}, {"seed", seed}},
                             o.watchdog_s + 2 * prepare_s_, &interrupts());
     line["validate_seed"] = seed;
     if (lost(r, line, "validate")) return line;
     if (r.body.contains("validation")) line["validation"] = r.body["validation"];
+    if (r.body.contains("saved")) line["saved"] = r.body["saved"];
     if (r.body.contains("call_us")) {
       line["call_us"] = r.body["call_us"];
       c.call_s = r.body.value("call_us", 0.0) * 1e-6;
@@ -154,7 +158,7 @@ json WorkerEvaluator::run(Candidate& c, int round, const StopRule& rule, double 
   line["early_stop"] = r.body.value("reason", "") == "early_stop";
   line["incumbent_us"] = incumbent_us;
   line["timer"] = r.body.value("timer", "");
-  for (const char* k : {"note", "batch", "kernels"})
+  for (const char* k : {"note", "batch", "kernels", "kernel_attrs", "gpu", "throttled"})
     if (r.body.contains(k)) line[k] = r.body[k];
   return line;
 }

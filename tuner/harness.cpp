@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "moe/error.hpp"
+#include "tuner/memory_check.hpp"
 
 namespace moe::tuner {
 
@@ -12,6 +13,7 @@ Prepared prepare(const FamilyDesc& f, const Params& problem, const InputOptions&
   p.family = &f;
   p.problem = complete(f.problem_params, problem, "family '" + f.name + "'");
   if (f.check_problem) f.check_problem(p.problem);
+  check_host_fits(f, p.problem, given);
   p.inputs = std::move(given);
   f.make_inputs(p.problem, opt, p.inputs);
   check_tensors(f.name, f.input_specs(p.problem), p.inputs, "input");

@@ -7,6 +7,7 @@
 #include "tuner/cuda_event.hpp"
 #include "tuner/device_tensors.hpp"
 #include "tuner/harness.hpp"
+#include "tuner/memory_check.hpp"
 
 namespace moe::tuner {
 
@@ -14,6 +15,7 @@ Outcome run_cuda(const Prepared& p, const Params& config, const DeviceInfo& dev,
   require_cuda_device(dev.ordinal);
   cuda_check(cudaSetDevice(dev.ordinal), "cudaSetDevice");
   const BackendImpl& impl = p.family->need_backend(Backend::cuda);
+  check_device_fits(*p.family, p.problem, dev, 0, "");
   DeviceTensors in = DeviceTensors::upload(p.inputs);
   DeviceTensors out = DeviceTensors::alloc(p.output_specs);
   out.poison();

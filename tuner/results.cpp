@@ -24,6 +24,7 @@ struct Acc {
   std::vector<double> samples;
   json validation, last;
   std::string error, status, reason, timer, note;
+  json measured = json::object();  // the latest measurement's kernels, their attributes, GPU state
   int rounds = 0;
   bool early_stop = false;
 };
@@ -50,6 +51,8 @@ json build_results(const JournalContents& jr, const json& meta) {
       if (!l.value("reason", "").empty()) a.reason = l.value("reason", "");
       if (!l.value("timer", "").empty()) a.timer = l.value("timer", "");
       if (!l.value("note", "").empty()) a.note = l.value("note", "");
+      for (const char* k : {"kernels", "kernel_attrs", "gpu", "throttled", "saved"})
+        if (l.contains(k)) a.measured[k] = l[k];
       a.early_stop = l.value("early_stop", false);
       ++a.rounds;
     }
@@ -85,6 +88,7 @@ json build_results(const JournalContents& jr, const json& meta) {
     r["stop_reason"] = a.reason;
     r["timer"] = a.timer;
     if (!a.note.empty()) r["timer_note"] = a.note;
+    for (auto& [k, v] : a.measured.items()) r[k] = v;
     if (prep.count(pkey) && st.n > 0) {
       const double bytes = prep[pkey].value("bytes", 0.0), flops = prep[pkey].value("flops", 0.0);
       r["bytes"] = bytes;

@@ -207,6 +207,7 @@ json make_meta(SweepState& s, const JournalContents& jc, double wall_s) {
     copy_bw = s.copy_bw;
   }
   json meta = {{"device", s.dev.name},
+               {"sm_count", s.dev.sm_count},
                {"device_slug", runtime::device_slug(s.dev)},
                {"backend", std::string(backend_name(o.backend))},
                {"devices", o.devices},

@@ -37,6 +37,7 @@ struct SweepOptions {
   std::uint64_t seed = 0;
   TimerMode timer = TimerMode::cold;
   bool cupti = true;
+  std::string save_invalid;  // folder for the tensors of candidates the gate finds invalid
   StopRule rule;
   double watchdog_s = 20;
   std::string command;      // the command line, for meta and provenance

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "moe/error.hpp"
+#include "runtime/build_id.hpp"
 #include "runtime/table.hpp"
 #include "tuner/results.hpp"
 #include "tuner/units.hpp"
@@ -71,6 +72,10 @@ std::vector<std::string> write_tables(const json& results, const std::string& di
     t["problem"] = rec ? (*rec)["problem"] : json::object();
     t["problem_key"] = key;
     if (pts.front()->contains("default")) t["default_config"] = (*pts.front())["default"]["config"];
+    // What built and ran the tuned kernels: runtime dispatch ignores the table under another build id.
+    t["build"] = {{"id", runtime::family_build_id(kernel)}, {"cuda_runtime", meta.value("cuda_runtime", "")},
+                  {"driver", meta.value("driver", "")}, {"device_name", meta.value("device", "")},
+                  {"sm_count", meta.value("sm_count", 0)}};
     t["provenance"] = {{"moebench", meta.value("version", "")}, {"git", meta.value("git", "")},
                        {"command", meta.value("command", "")}, {"written", utc_now()},
                        {"timer", meta.value("timer", json())}, {"strategy", meta.value("strategy", "")},

@@ -1,6 +1,7 @@
 #include <cuda_runtime.h>
 
 #include "moe/cuda_device.hpp"
+#include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
 #include "tuner/cuda_event.hpp"
 #include "tuner/cupti_timer.hpp"
@@ -49,6 +50,10 @@ struct CudaBench::Impl {
   Event start, stop;
   Graph graph;
   Params config;
+  std::shared_ptr<const LaunchPlan> plan;  // made once per config: timed calls only launch
+  int launched = 0;                        // kernels one call launched (counted at the warm-up)
+  std::vector<LaunchRecord> launches;      // what they were
+  bool cupti_short = false;                // CUPTI under-reported this config: events only
   bool have_config = false;
   bool graph_ok = false;
   int batch = 1;
@@ -59,12 +64,17 @@ struct CudaBench::Impl {
   Impl(const Prepared& prep, const DeviceInfo& d, TimerMode m)
       : p(prep), impl(prep.family->need_backend(Backend::cuda)), dev(d), mode(m) {}
 
-  void run() {
+  LaunchContext context() const {
     LaunchContext ctx;
     ctx.stream = stream.s;
     ctx.workspace = ws.get();
     ctx.workspace_bytes = ws.size();
-    impl.run(p.problem, config, in_refs, out_refs, ctx);
+    ctx.plan = plan.get();
+    return ctx;
+  }
+
+  void run() {
+    impl.run(p.problem, config, in_refs, out_refs, context());
     cuda_check(cudaGetLastError(), (p.family->name + " kernel launch").c_str());
   }
 
@@ -81,13 +91,7 @@ struct CudaBench::Impl {
     cuda_check(cudaStreamBeginCapture(stream.s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     std::string why;
     try {
-      for (int i = 0; i < batch; ++i) {
-        LaunchContext ctx;
-        ctx.stream = stream.s;
-        ctx.workspace = ws.get();
-        ctx.workspace_bytes = ws.size();
-        impl.run(p.problem, config, in_refs, out_refs, ctx);
-      }
+      for (int i = 0; i < batch; ++i) impl.run(p.problem, config, in_refs, out_refs, context());
     } catch (const std::exception& e) {
       why = e.what();
     }
@@ -125,6 +129,7 @@ CudaBench::CudaBench(const Prepared& p, const DeviceInfo& dev, TimerMode mode, b
       std::string why;
       d_->cupti = CuptiKernelTimer::get(&why);
       if (!d_->cupti) d_->base_note = "CUPTI unavailable (" + why + "): timed with CUDA events, launch overhead included";
+      else d_->cupti->enable();
     } else {
       d_->base_note = "CUPTI disabled: timed with CUDA events, launch overhead included";
     }
@@ -132,7 +137,9 @@ CudaBench::CudaBench(const Prepared& p, const DeviceInfo& dev, TimerMode mode, b
   d_->note = d_->base_note;
 }
 
-CudaBench::~CudaBench() = default;
+CudaBench::~CudaBench() {
+  if (d_ && d_->cupti) d_->cupti->disable();
+}
 
 void CudaBench::set_config(const Params& config) {
   Impl& d = *d_;
@@ -141,9 +148,25 @@ void CudaBench::set_config(const Params& config) {
   d.config = config;
   d.have_config = true;
   d.kernels = 0;
+  d.cupti_short = false;
+  d.plan.reset();
   const std::size_t wsb = d.impl.workspace_bytes ? d.impl.workspace_bytes(d.p.problem, config) : 0;
   if (wsb > d.ws.size()) d.ws = DeviceBuffer(wsb);
-  d.run();  // warm-up: module load, first-touch
+  if (d.impl.plan) d.plan = d.impl.plan(d.p.problem, config, d.in_refs);
+  const std::uint64_t before = kernel_launches();
+  d.launches.clear();
+  record_launches(&d.launches);
+  try {
+    d.run();  // warm-up: module load, first-touch, the launch count
+  } catch (...) {
+    record_launches(nullptr);
+    throw;
+  }
+  record_launches(nullptr);
+  d.launched = static_cast<int>(kernel_launches() - before);
+  if (d.plan && d.plan->kernels != d.launched)
+    throw Error(d.p.family->name + ": the launch plan says " + std::to_string(d.plan->kernels) +
+                " kernels per call, the call launched " + std::to_string(d.launched));
   cuda_check(cudaStreamSynchronize(d.stream.s), (d.p.family->name + " warm-up").c_str());
   if (d.mode == TimerMode::hot) {
     cuda_check(cudaEventRecord(d.start.e, d.stream.s), "cudaEventRecord");
@@ -172,7 +195,8 @@ double CudaBench::sample_us() {
   // Cold: overwrite twice the L2 with a changing byte so no line of the last call stays.
   cuda_check(cudaMemsetAsync(d.flush.get(), static_cast<int>(d.flush_value++ & 0xff), d.flush.size(), d.stream.s),
              "L2 flush (cudaMemsetAsync)");
-  if (d.cupti) {
+  const bool use_cupti = d.cupti && !d.cupti_short;
+  if (use_cupti) {
     cuda_check(cudaStreamSynchronize(d.stream.s), "L2 flush");
     d.cupti->begin();
   }
@@ -180,23 +204,64 @@ double CudaBench::sample_us() {
   d.run();
   cuda_check(cudaEventRecord(d.stop.e, d.stream.s), "cudaEventRecord");
   const double event_us = d.events_ms() * 1e3;
-  if (d.cupti) {
+  if (use_cupti) {
     int k = 0;
-    const double us = d.cupti->end(&k);
-    if (k > 0) {
+    std::size_t dropped = 0;
+    const double us = d.cupti->end(&k, &dropped);
+    const CuptiVerdict v = judge_cupti(k, d.launched, dropped);
+    if (v.ok) {
       d.kernels = k;
       d.last_timer = "cupti";
       return us;
     }
-    if (d.note.empty()) d.note = "CUPTI saw no kernel for this config: timed with CUDA events";
+    // From now on this config is timed with events only: a sum of some of its kernels is no time.
+    d.cupti_short = true;
+    d.note = (d.base_note.empty() ? "" : d.base_note + "; ") + v.why;
   }
   d.last_timer = "events";
   return event_us;
 }
 
+Outcome CudaBench::validate(const Params& config) {
+  Impl& d = *d_;
+  d.graph.reset();
+  d.have_config = false;  // the next measurement sets its config again
+  d.config = config;
+  const std::size_t wsb = d.impl.workspace_bytes ? d.impl.workspace_bytes(d.p.problem, config) : 0;
+  if (wsb > d.ws.size()) d.ws = DeviceBuffer(wsb);
+  d.plan = d.impl.plan ? d.impl.plan(d.p.problem, config, d.in_refs) : nullptr;
+  d.out.poison();
+  Outcome o;
+  cuda_check(cudaEventRecord(d.start.e, d.stream.s), "cudaEventRecord");
+  d.run();
+  cuda_check(cudaEventRecord(d.stop.e, d.stream.s), "cudaEventRecord");
+  o.times_us.push_back(d.events_ms() * 1e3);
+  o.outputs = d.out.download();
+  o.validation = d.p.family->validate(d.p.problem, d.p.inputs, o.outputs, d.p.reference);
+  return o;
+}
+
+nlohmann::json CudaBench::kernel_attributes() const {
+  nlohmann::json r = nlohmann::json::array();
+  for (const LaunchRecord& l : d_->launches) {
+    cudaFuncAttributes a{};
+    nlohmann::json k = {{"grid", l.grid}, {"block", l.block}, {"dynamic_smem", l.smem}};
+    if (cudaFuncGetAttributes(&a, l.func) == cudaSuccess) {
+      k["registers"] = a.numRegs;
+      k["local_bytes"] = a.localSizeBytes;
+      k["static_smem"] = a.sharedSizeBytes;
+      k["max_threads"] = a.maxThreadsPerBlock;
+    } else {
+      cudaGetLastError();
+    }
+    r.push_back(std::move(k));
+  }
+  return r;
+}
+
 std::string CudaBench::timer() const { return d_->last_timer; }
 std::string CudaBench::note() const { return d_->note; }
-int CudaBench::kernels_per_call() const { return d_->kernels; }
+int CudaBench::kernels_per_call() const { return d_->launched > 0 ? d_->launched : d_->kernels; }
 int CudaBench::batch() const { return d_->batch; }
 
 double cuda_copy_bandwidth_gbps(int ordinal, int reps) {

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "tuner/harness.hpp"
 #include "tuner/timer_sizing.hpp"
 
@@ -18,14 +20,21 @@ class CudaBench {
   CudaBench(const CudaBench&) = delete;
   CudaBench& operator=(const CudaBench&) = delete;
 
-  // Makes `config` current: workspace, a warm-up call, and for hot mode the graph.
+  // Makes `config` current: workspace, its launch plan, a warm-up call (which counts the
+  // kernels a call launches), and for hot mode the graph.
   void set_config(const Params& config);
+  // The validation gate on the bench's own device tensors (no second copy of the problem):
+  // outputs poisoned, one call of `config`, downloaded and checked against the reference.
+  Outcome validate(const Params& config);
   double sample_us();
   // What timed the last sample: "cupti", "events", "graph" or "events-loop", plus any note on
   // a fallback (CUPTI missing, graph capture refused).
   std::string timer() const;
   std::string note() const;
-  int kernels_per_call() const;  // from CUPTI; 0 when unknown
+  int kernels_per_call() const;  // launches counted at the warm-up (CUPTI's count when none were)
+  // Per kernel of a call: registers, local (spill) and shared memory, grid and block, from
+  // cudaFuncGetAttributes and the launch.
+  nlohmann::json kernel_attributes() const;
   int batch() const;             // calls per hot-mode sample
 
  private:

@@ -11,6 +11,9 @@
 #include "tuner/harness.hpp"
 #include "tuner/json_io.hpp"
 #include "tuner/line_io.hpp"
+#include "tuner/memory_check.hpp"
+#include "tuner/nvml.hpp"
+#include "tuner/save_case.hpp"
 #include "tuner/timer_cpu.hpp"
 #include "tuner/timer_cuda.hpp"
 #include "tuner/version.hpp"
@@ -87,6 +90,7 @@ class Worker {
     backend_ = parse_backend(req.value("backend", "cpu"));
     threads_ = req.value("threads", 0);
     dev_ = backend_ == Backend::cuda ? cuda_device_info(req.value("device", 0)) : cpu_device_info(threads_);
+    if (backend_ == Backend::cuda) pci_ = cuda_pci_bus_id(dev_.ordinal);
     problem_ = params_from_json(req.at("problem"), "problem");
     opt_ = InputOptions{};
     opt_.dist = req.value("dist", "uniform");
@@ -98,10 +102,16 @@ class Worker {
       opt_.replay = &*replay_;
     }
     opt_.seed = req.value("seed", std::uint64_t{0});
+    save_invalid_ = req.value("save_invalid", "");
+    const TimerMode mode = parse_timer_mode(req.value("timer", "cold"));
+    // Refused before the host makes anything when one copy will not fit on the device.
+    if (backend_ == Backend::cuda)
+      check_device_fits(*family_, complete(family_->problem_params, problem_, "problem"), dev_,
+                        mode == TimerMode::cold ? static_cast<double>(l2_flush_bytes(dev_.l2_bytes)) : 0.0,
+                        "the L2 flush buffer");
     point_ = std::make_unique<Prepared>(moe::tuner::prepare(*family_, problem_, opt_));
     if (backend_ == Backend::cuda)
-      bench_ = std::make_unique<CudaBench>(*point_, dev_, parse_timer_mode(req.value("timer", "cold")),
-                                           req.value("cupti", true));
+      bench_ = std::make_unique<CudaBench>(*point_, dev_, mode, req.value("cupti", true));
     return {{"ok", true},
             {"prepare_s", seconds_since(t0)},
             {"bytes", point_->cost.bytes},
@@ -118,6 +128,12 @@ class Worker {
     const auto t0 = std::chrono::steady_clock::now();
     const Params config = params_from_json(req.at("config"), "config");
     const std::uint64_t seed = req.value("seed", std::uint64_t{0});
+    // The point's own seed: the gate runs on the point's inputs, and on the device on the
+    // bench's own tensors, so a large problem is held once (and uploaded once) per point.
+    if (seed == opt_.seed) {
+      const Outcome out = bench_ ? bench_->validate(config) : run_backend(p, backend_, config, dev_);
+      return gate_reply(p, config, out, t0);
+    }
     // Fresh inputs for the gate: a new seed means a new problem instance (and reference).
     if (!vcache_ || vseed_ != seed) {
       InputOptions o = opt_;
@@ -125,11 +141,16 @@ class Worker {
       vcache_ = std::make_unique<Prepared>(moe::tuner::prepare(*p.family, p.problem, o));
       vseed_ = seed;
     }
-    const Outcome out = run_backend(*vcache_, backend_, config, dev_);
+    return gate_reply(*vcache_, config, run_backend(*vcache_, backend_, config, dev_), t0);
+  }
+
+  json gate_reply(const Prepared& p, const Params& config, const Outcome& out, std::chrono::steady_clock::time_point t0) {
     json r = {{"status", out.validation.ok ? "ok" : "invalid"},
               {"validation", to_json(out.validation)},
               {"validate_s", seconds_since(t0)}};
     if (!out.times_us.empty()) r["call_us"] = out.times_us.front();
+    if (!out.validation.ok && !save_invalid_.empty())
+      r["saved"] = save_invalid_case(save_invalid_, p, out.outputs, backend_, config, dev_.ordinal);
     return r;
   }
 
@@ -148,11 +169,22 @@ class Worker {
       r["batch"] = t.batch();
     } else {
       bench_->set_config(config);
+      const GpuState before = read_gpu_state(pci_);
       run = sample_until([&] { return bench_->sample_us(); }, rule, incumbent, prior);
+      const GpuState after = read_gpu_state(pci_);
       r["timer"] = bench_->timer();
       r["batch"] = bench_->batch();
       r["kernels"] = bench_->kernels_per_call();
-      if (!bench_->note().empty()) r["note"] = bench_->note();
+      r["kernel_attrs"] = bench_->kernel_attributes();
+      r["gpu"] = {{"before", to_json(before)}, {"after", to_json(after)}};
+      std::string note = bench_->note();
+      const std::string throttled = throttle_note(before, after);
+      if (!throttled.empty()) {
+        r["throttled"] = true;
+        note += (note.empty() ? "" : "; ") + throttled;
+      }
+      if (!before.ok) note += (note.empty() ? "" : "; ") + before.why_not;
+      if (!note.empty()) r["note"] = note;
     }
     // 0.1 ns is far below any timer's resolution: shorter journal lines, no information lost.
     for (double& x : run.samples_us) x = std::round(x * 1e4) / 1e4;
@@ -173,6 +205,8 @@ class Worker {
   std::unique_ptr<Prepared> point_, vcache_;
   std::uint64_t vseed_ = 0;
   std::unique_ptr<CudaBench> bench_;
+  std::string pci_;
+  std::string save_invalid_;  // --save-invalid DIR
 };
 
 }  // namespace

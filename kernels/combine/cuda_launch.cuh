@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "moe/cuda_launch_api.hpp"
 #include "combine/cuda_kernel.cuh"
 #include "combine/cuda_launch.hpp"
 #include "moe/cuda_device.hpp"
@@ -35,9 +36,10 @@ void launch(const Args& a, const Config& c, void* stream) {
   if (a.T <= 0) return;
   const long long blocks = (a.T + c.tokens_per_cta - 1) / c.tokens_per_cta;
   if (blocks > 0x7fffffffLL) throw Error("combine: too many tokens for one grid");
-  const Dev d{a.y, a.dst, a.w, a.residual, a.gamma, a.out, a.residual_out, a.T, a.D, a.rows, a.K, a.eps};
-  k<<<static_cast<unsigned>(blocks), c.threads, 0, static_cast<cudaStream_t>(stream)>>>(d, c.tokens_per_cta);
-  cuda_check(cudaGetLastError(), "combine kernel launch");
+  Dev d{a.y, a.dst, a.w, a.residual, a.gamma, a.out, a.residual_out, a.T, a.D, a.rows, a.K, a.eps};
+  int tpc = c.tokens_per_cta;
+  launch_kernel_args(reinterpret_cast<const void*>(k), static_cast<unsigned>(blocks), static_cast<unsigned>(c.threads), 0,
+                     stream, d, tpc);
 }
 
 template <class Tin, class Tout>

@@ -207,6 +207,21 @@ const FamilyDesc& combine_family() {
                                "rmsnorm: residual += sum; out = rmsnorm(residual) * gamma (vLLM fused_add_rms_norm)"),
                         eps};
     f.check_problem = [](const Params& p) { CombineSpec::parse(p); };
+    f.footprint = [](const Params& p) {
+      const CombineSpec s = CombineSpec::parse(p);
+      const double es = static_cast<double>(dtype_size(s.dtype)), T = static_cast<double>(s.T);
+      const double D = static_cast<double>(s.D), slots = static_cast<double>(s.slots());
+      // y_sorted's rows: every slot plus a pad block per expert at most.
+      const double rows = slots + static_cast<double>(s.E + s.S) * static_cast<double>(s.A - 1);
+      Footprint fp{{{s.dense ? "y" : "y_sorted", (s.dense ? slots : rows) * D * es}, {"weights", slots * 4}},
+                   T * D * static_cast<double>(dtype_size(s.out_dtype))};
+      if (!s.dense) fp.inputs.push_back({"dst", slots * 4});
+      if (s.rmsnorm) {
+        fp.inputs.push_back({"residual", T * D * es});
+        fp.outputs += T * D * es;
+      }
+      return fp;
+    };
     f.input_specs = input_specs;
     f.make_inputs = make_inputs;
     f.output_specs = output_specs;

@@ -24,7 +24,8 @@ std::string cuda_unavailable_reason() {
   if (e == cudaErrorInsufficientDriver && cuda_driver_version() == "none") return "no NVIDIA driver is installed";
   if (e == cudaErrorInsufficientDriver)
     return "the CUDA driver (" + cuda_driver_version() + ") is older than this build's runtime (" +
-           cuda_runtime_version() + "): update the driver or build with the toolkit that matches it";
+           cuda_runtime_version() + "): this binary needs " + cuda_driver_needed() +
+           "; update the driver, or build against the installed toolkit (README: older drivers)";
   return std::string("CUDA is unusable here: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
 }
 
@@ -80,6 +81,33 @@ std::string cuda_runtime_version() {
   int v = 0;
   cudaRuntimeGetVersion(&v);
   return version_str(v);
+}
+
+std::string cuda_pci_bus_id(int ordinal) {
+  char buf[32] = {};
+  cuda_check(cudaDeviceGetPCIBusId(buf, sizeof buf, ordinal), "cudaDeviceGetPCIBusId");
+  return buf;
+}
+
+std::string nvidia_driver_release() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  std::getline(in, line);
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul ..."
+  const std::size_t k = line.find("Kernel Module");
+  if (k == std::string::npos) return "";
+  std::size_t b = line.find_first_not_of(' ', k + 13);
+  if (b == std::string::npos) return "";
+  return line.substr(b, line.find(' ', b) - b);
+}
+
+std::string cuda_driver_needed() {
+  // Minor-version compatibility: a runtime of major version M runs on any driver of M's first branch.
+#if CUDART_VERSION >= 13000
+  return "R580 or newer (CUDA " + cuda_runtime_version() + " runtime, linked statically)";
+#else
+  return "R525 or newer (CUDA " + cuda_runtime_version() + " runtime, linked statically)";
+#endif
 }
 
 void require_cuda_device(int ordinal) {

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "moe/cuda_launch_api.hpp"
 #include "dispatch/cuda_align_kernels.cuh"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
@@ -17,18 +18,19 @@ Dev to_dev(const AlignArgs& a) {
   return Dev{a.ids, a.slots, a.e0, a.local, a.E_total, a.A, a.offsets, a.src, a.dst, a.rows};
 }
 
+// The shared-memory opt-in, made once per (kernel, size) by the launch API's cache.
 template <class Kernel>
-void allow_smem(Kernel k, std::size_t bytes) {
-  if (bytes > 48 * 1024)
-    cuda_check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
-               "cudaFuncSetAttribute (dispatch aligner shared memory)");
+const void* allow_smem(Kernel k, int threads, std::size_t bytes) {
+  const void* f = reinterpret_cast<const void*>(k);
+  if (bytes > 48 * 1024) kernel_facts(f, threads, bytes);
+  return f;
 }
 
 template <int THREADS>
 void launch_single(const Dev& d, cudaStream_t s) {
   const std::size_t smem = single_smem_bytes(THREADS, d.local, d.slots);
-  allow_smem(align_single_kernel<THREADS>, smem);
-  align_single_kernel<THREADS><<<1, THREADS, smem, s>>>(d);
+  Dev dv = d;
+  launch_kernel_args(allow_smem(align_single_kernel<THREADS>, THREADS, smem), 1, THREADS, smem, s, dv);
 }
 
 template <int THREADS>
@@ -36,12 +38,14 @@ void launch_multi(const Dev& d, int chunk, int* hist, int ctas, cudaStream_t s) 
   const std::size_t hist_smem = hist_smem_bytes(d.local, chunk);
   const std::size_t scan_smem = scan_smem_bytes(d.local);
   const std::size_t scatter_smem = scatter_smem_bytes(THREADS, d.local, chunk);
-  allow_smem(align_hist_kernel<THREADS>, hist_smem);
-  allow_smem(align_scan_kernel, scan_smem);
-  allow_smem(align_scatter_kernel<THREADS>, scatter_smem);
-  if (ctas > 0) align_hist_kernel<THREADS><<<ctas, THREADS, hist_smem, s>>>(d, chunk, hist, ctas);
-  align_scan_kernel<<<1, kScanThreads, scan_smem, s>>>(d, hist, ctas);
-  if (ctas > 0) align_scatter_kernel<THREADS><<<ctas, THREADS, scatter_smem, s>>>(d, chunk, hist, ctas);
+  const void* hist_k = allow_smem(align_hist_kernel<THREADS>, THREADS, hist_smem);
+  const void* scan_k = allow_smem(align_scan_kernel, kScanThreads, scan_smem);
+  const void* scatter_k = allow_smem(align_scatter_kernel<THREADS>, THREADS, scatter_smem);
+  Dev dv = d;
+  const unsigned grid = static_cast<unsigned>(ctas);
+  if (ctas > 0) launch_kernel_args(hist_k, grid, THREADS, hist_smem, s, dv, chunk, hist, ctas);
+  launch_kernel_args(scan_k, 1, kScanThreads, scan_smem, s, dv, hist, ctas);
+  if (ctas > 0) launch_kernel_args(scatter_k, grid, THREADS, scatter_smem, s, dv, chunk, hist, ctas);
 }
 
 void check_args(const AlignArgs& a) {
@@ -65,7 +69,6 @@ void align_single(const AlignArgs& a, int threads, void* stream) {
       throw Error("dispatch: the single-CTA aligner has no " + std::to_string(threads) +
                   "-thread instantiation: use align_threads=512 or 1024");
   }
-  cuda_check(cudaGetLastError(), "dispatch single-CTA aligner launch");
 }
 
 void align_multi(const AlignArgs& a, int threads, int chunk, void* workspace, std::size_t workspace_bytes,
@@ -88,7 +91,6 @@ void align_multi(const AlignArgs& a, int threads, int chunk, void* workspace, st
       throw Error("dispatch: the multi-CTA aligner has no " + std::to_string(threads) +
                   "-thread instantiation: use align_threads=128 or 256");
   }
-  cuda_check(cudaGetLastError(), "dispatch multi-CTA aligner launch");
 }
 
 }  // namespace moe::dispatch_cuda

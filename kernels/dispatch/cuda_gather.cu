@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "moe/cuda_launch_api.hpp"
 #include "dispatch/cuda_gather_kernels.cuh"
 #include "dispatch/cuda_launch.hpp"
 #include "moe/cuda_device.hpp"
@@ -29,22 +30,24 @@ void gather(const GatherArgs& a, const ScatterArgs& by_token, int order, int thr
     throw Error("dispatch gather: rows of " + std::to_string(a.row_bytes) + " bytes or the buffers are not " +
                 std::to_string(vec) + "-byte aligned: use a smaller vec");
   if (a.rows <= 0) return;  // nothing routed here: x_sorted is empty
-  const Dev d{static_cast<const char*>(a.x), a.src, static_cast<char*>(a.x_sorted), a.rows, a.slots, a.K,
+  Dev d{static_cast<const char*>(a.x), a.src, static_cast<char*>(a.x_sorted), a.rows, a.slots, a.K,
               a.row_bytes, a.used_rows};
   const auto s = static_cast<cudaStream_t>(stream);
   long long blocks = 0;
   if (rk) {
     blocks = (a.rows + rows_per_cta - 1) / rows_per_cta;
     if (blocks > 0x7fffffffLL) throw Error("dispatch gather: too many rows for one grid");
-    rk<<<static_cast<unsigned>(blocks), threads, 0, s>>>(d, rows_per_cta);
+    launch_kernel_args(reinterpret_cast<const void*>(rk), static_cast<unsigned>(blocks), threads, 0, s, d,
+                       rows_per_cta);
   } else {
     if (!by_token.dst || by_token.T < 1) throw Error("dispatch gather: the token order needs dst");
     const long long token_blocks = (by_token.T + rows_per_cta - 1) / rows_per_cta;
     blocks = token_blocks + (a.rows + kPadRowsPerBlock - 1) / kPadRowsPerBlock;
     if (blocks > 0x7fffffffLL) throw Error("dispatch gather: too many tokens for one grid");
-    tk<<<static_cast<unsigned>(blocks), threads, 0, s>>>(d, Tok{by_token.dst, by_token.T, token_blocks}, rows_per_cta);
+    Tok tok{by_token.dst, by_token.T, token_blocks};
+    launch_kernel_args(reinterpret_cast<const void*>(tk), static_cast<unsigned>(blocks), threads, 0, s, d, tok,
+                       rows_per_cta);
   }
-  cuda_check(cudaGetLastError(), "dispatch gather launch");
 }
 
 }  // namespace moe::dispatch_cuda

@@ -74,6 +74,13 @@ const FamilyDesc& dispatch_family() {
     f.problem_params = {pp::tokens(), pp::dtype("bf16", {"f32", "bf16", "f16"}), pp::experts(), pp::topk(),
                         pp::shared(), pp::hidden(), pp::align(), pp::expert_begin(), pp::expert_end()};
     f.check_problem = [](const Params& p) { DispatchSpec::parse(p); };
+    f.footprint = [](const Params& p) {
+      const DispatchSpec s = DispatchSpec::parse(p);
+      const double es = static_cast<double>(dtype_size(s.dtype)), R = static_cast<double>(s.max_rows());
+      const double D = static_cast<double>(s.D), slots = static_cast<double>(s.slots());
+      return Footprint{{{"x", static_cast<double>(s.T) * D * es}, {"ids", slots * 4}},
+                       R * D * es + (R + slots + static_cast<double>(s.local()) + 1) * 4};
+    };
     f.input_specs = [](const Params& p) {
       const DispatchSpec s = DispatchSpec::parse(p);
       return std::vector<TensorSpec>{

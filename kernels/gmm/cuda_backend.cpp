@@ -9,6 +9,7 @@
 #include "gmm/detail.hpp"
 #include "gmm/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
+#include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
 
 namespace moe::gmm {
@@ -55,11 +56,11 @@ int n_tiles(const GmmSpec& s, const TileShape& t) {
   return static_cast<int>((s.n_out() + per - 1) / per);
 }
 
-int current_sm_count() {
-  int dev = 0, n = 0;
-  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
-  cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute(SM count)");
-  return n;
+void launch_planned(const PlannedLaunch& p, const KernelArgs& a, void* stream) {
+  if (p.grid == 0) return;
+  if (p.launch) return p.launch(p, a, stream);
+  KernelArgs by_value = a;
+  launch_kernel_args(p.func, p.grid, p.threads, p.smem, stream, by_value);
 }
 
 }  // namespace
@@ -115,20 +116,12 @@ std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& 
   return {};
 }
 
-void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out, void* workspace,
-         std::size_t ws_bytes, void* stream, int max_ctas) {
+std::shared_ptr<const Plan> plan(const GmmSpec& s, const Config& c, std::int64_t rows, int max_ctas) {
   const std::string why = invalid_reason(s, c, DeviceInfo{});
   if (!why.empty()) throw Error("gmm cuda: " + why);
-  const TensorRef& act = need(in, s.act_name());
-  const std::int64_t R = act.shape.at(0);
-  if (R == 0) return;
-  KernelArgs a;
-  a.act = act.as<const std::uint16_t>();
-  a.weight = need(in, s.weight_name()).as<const std::uint16_t>();
-  a.offsets = need(in, "offsets").as<const std::int32_t>();
-  a.row_weight = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;
-  a.out = need(out, s.out_name()).as<std::uint16_t>();
-  a.rows = static_cast<int>(R);
+  auto p = std::make_shared<Plan>();
+  KernelArgs& a = p->args;
+  a.rows = static_cast<int>(rows);
   a.k_dim = static_cast<int>(s.k_dim());
   a.n_out = static_cast<int>(s.n_out());
   a.n_w = static_cast<int>(s.n_w());
@@ -136,8 +129,31 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
   a.split = c.split;
   a.n_tiles = n_tiles(s, c.shape);
   a.group_m = c.group_m;
-  a.sm_count = current_sm_count();
   a.max_ctas = max_ctas;
+  if (rows == 0) return p;  // nothing to launch
+  a.sm_count = cached_sm_count(launch_device());
+  p->launches.push_back(find(c.shape)->get(s.down, s.dtype)(a));
+  if (c.split > 1) p->launches.push_back(plan_finalize(a, s.down, s.dtype));
+  for (const PlannedLaunch& l : p->launches) p->kernels += l.grid > 0;
+  return p;
+}
+
+void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out, void* workspace,
+         std::size_t ws_bytes, void* stream, int max_ctas, const Plan* planned) {
+  const TensorRef& act = need(in, s.act_name());
+  const std::int64_t R = act.shape.at(0);
+  std::shared_ptr<const Plan> own;
+  if (!planned || planned->args.rows != R) {
+    own = plan(s, c, R, max_ctas);
+    planned = own.get();
+  }
+  if (R == 0) return;
+  KernelArgs a = planned->args;
+  a.act = act.as<const std::uint16_t>();
+  a.weight = need(in, s.weight_name()).as<const std::uint16_t>();
+  a.offsets = need(in, "offsets").as<const std::int32_t>();
+  a.row_weight = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;
+  a.out = need(out, s.out_name()).as<std::uint16_t>();
   if (c.split > 1) {
     const std::size_t need_ws = static_cast<std::size_t>(c.split) * static_cast<std::size_t>(R) *
                                 static_cast<std::size_t>(s.n_w()) * sizeof(float);
@@ -146,8 +162,7 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
                   " bytes of workspace for " + std::to_string(R) + " rows, got " + std::to_string(ws_bytes));
     a.partial = static_cast<float*>(workspace);
   }
-  find(c.shape)->get(s.down, s.dtype)(a, stream);
-  if (c.split > 1) launch_finalize(a, s.down, s.dtype, stream);
+  for (const PlannedLaunch& l : planned->launches) launch_planned(l, a, stream);
 }
 
 }  // namespace cuda
@@ -245,9 +260,14 @@ BackendImpl cuda_backend() {
              const LaunchContext& ctx) {
     if (wgmma::selected(config))
       return wgmma::run(GmmSpec::parse(problem), wgmma::parse_config(config), in, out, ctx.workspace,
-                        ctx.workspace_bytes, ctx.stream);
+                        ctx.workspace_bytes, ctx.stream, dynamic_cast<const wgmma::LaunchSlot*>(ctx.plan));
     cuda::run(GmmSpec::parse(problem), cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes,
-              ctx.stream);
+              ctx.stream, 0, dynamic_cast<const cuda::Plan*>(ctx.plan));
+  };
+  b.plan = [](const Params& problem, const Params& config, const RefMap& in) -> std::shared_ptr<const LaunchPlan> {
+    const GmmSpec s = GmmSpec::parse(problem);
+    if (wgmma::selected(config)) return wgmma::launch_slot(s, need(in, s.act_name()).shape.at(0));
+    return cuda::plan(s, cuda::parse_config(config), need(in, s.act_name()).shape.at(0));
   };
   return b;
 }

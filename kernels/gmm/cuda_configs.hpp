@@ -3,6 +3,7 @@
 // CUDA types) so the backend description (cuda_backend.cpp) and the tests can include it.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,12 +45,25 @@ struct KernelArgs {
   int max_ctas = 0;   // 0: as many as fit at once; tests set it to force several tiles per CTA
 };
 
-using LaunchFn = void (*)(const KernelArgs&, void* stream);
+// Planning and launching are apart: a config's launches are planned once (shared-memory
+// opt-in, occupancy, grid) when it is set up, and a timed call only launches what was planned.
+// A kernel implementation (this mma.sync kernel, or another one) supplies a PlanFn per
+// instantiation; each planned launch carries the function that launches it from the call's args.
+struct PlannedLaunch;
+using LaunchPlannedFn = void (*)(const PlannedLaunch&, const KernelArgs&, void* stream);
+struct PlannedLaunch {
+  const void* func = nullptr;  // the __global__ function (for its attributes)
+  unsigned grid = 0, threads = 0;
+  std::size_t smem = 0;
+  LaunchPlannedFn launch = nullptr;  // null: launch `func` with the KernelArgs by value
+};
+// Plans the kernel for args' shape fields (rows, dims, split, sm_count...); pointers unused.
+using PlanFn = PlannedLaunch (*)(const KernelArgs& shape);
 
 struct TileEntry {
   TileShape shape;
-  LaunchFn up_bf16 = nullptr, down_bf16 = nullptr, up_f16 = nullptr, down_f16 = nullptr;  // null: not built
-  LaunchFn get(bool down, DType t) const {
+  PlanFn up_bf16 = nullptr, down_bf16 = nullptr, up_f16 = nullptr, down_f16 = nullptr;  // null: not built
+  PlanFn get(bool down, DType t) const {
     return t == DType::bf16 ? (down ? down_bf16 : up_bf16) : (down ? down_f16 : up_f16);
   }
 };
@@ -63,7 +77,7 @@ void add_tiles_m128(std::vector<TileEntry>& v);
 
 // Split-K finalize: sums the fp32 partials in split order (deterministic) and applies the
 // epilogue (silu*up or the routed weight), writing out.
-void launch_finalize(const KernelArgs& a, bool down, DType t, void* stream);
+PlannedLaunch plan_finalize(const KernelArgs& a, bool down, DType t);
 
 constexpr int kSplits[] = {1, 2, 3, 4, 6, 8};
 // 1: consecutive CTAs share an M-tile (activations) and sweep N; G > 1: they sweep G M-tiles
@@ -82,8 +96,15 @@ Params config_params(const Config& c);
 std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev);
 // Workspace for split-K partials, sized for the most rows the problem can have.
 std::size_t workspace_bytes(const GmmSpec& s, const Config& c);
-// Runs on device pointers (the backend's run, and the tests with max_ctas).
+// One config's launches for one problem and row count: every runtime query is made here.
+struct Plan : LaunchPlan {
+  KernelArgs args;                      // shape fields; run() fills the pointers per call
+  std::vector<PlannedLaunch> launches;  // the kernel, then split-K's finalize
+};
+std::shared_ptr<const Plan> plan(const GmmSpec& s, const Config& c, std::int64_t rows, int max_ctas = 0);
+// Runs on device pointers (the backend's run, and the tests with max_ctas). With `planned`
+// (from plan() for these rows) it only launches; without, it plans first.
 void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out, void* workspace,
-         std::size_t workspace_bytes, void* stream, int max_ctas = 0);
+         std::size_t workspace_bytes, void* stream, int max_ctas = 0, const Plan* planned = nullptr);
 
 }  // namespace moe::gmm::cuda

@@ -1,49 +1,50 @@
 #pragma once
-// Host side of one kernel instantiation: shared-memory opt-in, occupancy, the persistent grid.
+// Host side of one kernel instantiation: its launch plan (shared-memory opt-in, occupancy, the
+// persistent grid), made once per config; launching is cuda_backend.cpp's.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 
 #include "gmm/cuda_kernel.cuh"
 #include "moe/cuda_device.hpp"
+#include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
 
 namespace moe::gmm::cuda {
 
-// ---- host launcher of one instantiation
+// ---- host planner of one instantiation (queries go through moe/cuda_launch_api.hpp, cached)
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool UP, bool BF16>
-void launch_mma(const KernelArgs& a, void* stream) {
+PlannedLaunch plan_mma(const KernelArgs& a) {
   constexpr TileShape shape{BM, BN, BK, WARPS_M, WARPS_N, STAGES};
-  auto* kern = &gmm_mma_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, UP, BF16>;
+  const void* kern = reinterpret_cast<const void*>(&gmm_mma_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, UP, BF16>);
   const std::size_t smem = smem_bytes(shape, a.experts);
-  cuda_check(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-             "gmm: cudaFuncSetAttribute(max dynamic shared memory)");
-  int per_sm = 0;
-  cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, shape.threads(), smem),
-             "gmm: cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  if (per_sm < 1)
+  const KernelFacts f = kernel_facts(kern, shape.threads(), smem);
+  if (f.blocks_per_sm < 1)
     throw Error("gmm: tile " + std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK) +
                 " does not fit on an SM of this device (shared memory or registers): pick a smaller config");
   // A CTA per M-tile bound (every expert may end in a partial tile), capped at what runs at once.
   const long long m_bound = (a.rows + BM - 1) / BM + a.experts;
   long long grid = m_bound * a.n_tiles * a.split;
-  grid = std::min<long long>(grid, static_cast<long long>(per_sm) * std::max(a.sm_count, 1));
+  grid = std::min<long long>(grid, static_cast<long long>(f.blocks_per_sm) * std::max(a.sm_count, 1));
   if (a.max_ctas > 0) grid = std::min<long long>(grid, a.max_ctas);
-  if (grid < 1) return;
-  kern<<<static_cast<unsigned>(grid), shape.threads(), smem, static_cast<cudaStream_t>(stream)>>>(a);
-  cuda_check(cudaGetLastError(), "gmm kernel launch");
+  PlannedLaunch p;
+  p.func = kern;
+  p.grid = static_cast<unsigned>(std::max<long long>(grid, 0));
+  p.threads = static_cast<unsigned>(shape.threads());
+  p.smem = smem;
+  return p;
 }
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool WITH_F16>
 TileEntry tile_entry() {
   TileEntry t;
   t.shape = TileShape{BM, BN, BK, WARPS_M, WARPS_N, STAGES};
-  t.up_bf16 = &launch_mma<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, true>;
-  t.down_bf16 = &launch_mma<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, true>;
+  t.up_bf16 = &plan_mma<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, true>;
+  t.down_bf16 = &plan_mma<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, true>;
   if constexpr (WITH_F16) {
-    t.up_f16 = &launch_mma<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, false>;
-    t.down_f16 = &launch_mma<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, false>;
+    t.up_f16 = &plan_mma<BM, BN, BK, WARPS_M, WARPS_N, STAGES, true, false>;
+    t.down_f16 = &plan_mma<BM, BN, BK, WARPS_M, WARPS_N, STAGES, false, false>;
   }
   return t;
 }

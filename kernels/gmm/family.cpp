@@ -103,6 +103,11 @@ const FamilyDesc& gmm_family() {
       return gmm::validate(GmmSpec::parse(p), in, got, ref);
     };
     f.cost = [](const Params& p, const TensorMap& in) { return gmm::cost(GmmSpec::parse(p), in); };
+    f.footprint = [](const Params& p) {
+      const GmmSpec s = GmmSpec::parse(p);
+      const GmmMemory m = gmm_host_memory(s);
+      return Footprint{{{s.weight_name(), m.weights}, {s.act_name(), m.activations}}, m.outputs / 2};
+    };
     f.backends.push_back(gmm::cpu_backend());
     f.backends.push_back(gmm::cuda_backend());
     return f;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "moe/error.hpp"
+#include "moe/memory.hpp"
 
 namespace moe {
 
@@ -69,39 +70,15 @@ GmmMemory gmm_host_memory(const GmmSpec& s, bool weights_given, bool acts_given)
   return m;
 }
 
-double host_memory_available() {
-  if (const char* o = std::getenv("MOEBENCH_HOST_MEM_BYTES")) {
-    char* end = nullptr;
-    const double v = std::strtod(o, &end);
-    if (end != o && v > 0) return v;
-  }
-  std::ifstream in("/proc/meminfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("MemAvailable:", 0) == 0) {
-      std::istringstream is(line.substr(13));
-      double kb = 0;
-      is >> kb;
-      return kb * 1024.0;
-    }
-  return 0;
-}
-
-static std::string gb(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
-  return buf;
-}
+double host_memory_available() { return host_memory_limit().bytes; }
 
 void check_host_memory(const GmmSpec& s, const GmmMemory& need) {
-  const double avail = host_memory_available();
-  if (avail <= 0) return;
+  const MemoryLimit avail = host_memory_limit();
   // Headroom for the process itself, the reference's per-expert scratch and the rest of the machine.
-  const double usable = 0.85 * avail - 0.5e9;
-  if (need.total() <= usable) return;
-  throw Error("gmm for " + s.describe() + " needs " + gb(need.total()) + " of host memory (" +
-              gb(need.weights) + " of " + s.weight_name() + " weights for " + std::to_string(s.e_local()) +
-              " experts, " + gb(need.activations + need.outputs) + " of activations and outputs), " + gb(avail) +
-              " available: shard with --ep N (fewer local experts) or --tp N (smaller intermediate), or use fewer tokens");
+  const double usable = 0.85 * avail.bytes - 0.5e9;
+  require_memory("gmm for " + s.describe(), {{std::string(s.weight_name()) + " weights for " + std::to_string(s.e_local()) + " experts", need.weights},
+                                             {"activations and outputs", need.activations + need.outputs}},
+                 usable, avail, "host", kShardAdvice);
 }
 
 }  // namespace moe

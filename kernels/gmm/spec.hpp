@@ -55,10 +55,9 @@ struct GmmMemory {
   double total() const { return weights + activations + outputs; }
 };
 GmmMemory gmm_host_memory(const GmmSpec& s, bool weights_given = false, bool acts_given = false);
-// MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read (then nothing is refused).
+// host_memory_limit() in bytes (moe/memory.hpp); 0 when nothing can be read (then nothing is refused).
 double host_memory_available();
-// Throws when `need` exceeds what the host can spare (MOEBENCH_HOST_MEM_BYTES overrides
-// MemAvailable, for tests and for machines whose /proc lies about cgroup limits).
+// Throws when `need` exceeds what the host can spare.
 void check_host_memory(const GmmSpec& s, const GmmMemory& need);
 
 }  // namespace moe

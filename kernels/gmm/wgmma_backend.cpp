@@ -129,14 +129,18 @@ GroupArrays arrays(void* ws, const Layout& l) {
 using PlanKey = std::tuple<int, int, int, int, int, bool, int, bool, bool, std::int64_t, std::int64_t, std::int64_t,
                            std::int64_t, const void*, std::size_t, int>;
 
-struct Plan {
+}  // namespace
+
+struct ResolvedPlan {
   std::unique_ptr<Planned> gemm;
   Layout layout;
 };
 
+namespace {
+
 std::mutex plans_mutex;
-std::map<PlanKey, Plan>& plans() {
-  static std::map<PlanKey, Plan> m;
+std::map<PlanKey, ResolvedPlan>& plans() {
+  static std::map<PlanKey, ResolvedPlan> m;
   return m;
 }
 
@@ -175,27 +179,21 @@ std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& 
   return {};
 }
 
-void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out, void* workspace,
-         std::size_t ws_bytes, void* stream) {
+// Once per config and workspace: the device's facts, the layout, CUTLASS's checks, params and
+// shared-memory attribute. Later calls find the plan here (or in their launch slot).
+static const ResolvedPlan* resolve(const GmmSpec& s, const Config& c, void* workspace, std::size_t ws_bytes) {
   const std::string why = invalid_reason(s, c, DeviceInfo{});
   if (!why.empty()) throw Error("gmm cuda: " + why);
   const Entry& e = *find(c.shape);
-  const TensorRef& act = need(in, s.act_name());
-  const std::int64_t R = act.shape.at(0);
-  if (R == 0 || s.e_local() == 0) return;
-
   int device = 0;
   cuda_check(cudaGetDevice(&device), "cudaGetDevice");
   const PlanKey key{c.shape.bm,  c.shape.bn, c.shape.bk,  c.shape.cluster_m, c.shape.cluster_n,
                     c.shape.pingpong, static_cast<int>(s.dtype), s.down, s.routed_weight, s.e_local(),
                     s.n_w(),     s.k_dim(),  s.max_rows(), workspace, ws_bytes,       device};
-  const Plan* plan = nullptr;
   {
     std::lock_guard<std::mutex> lock(plans_mutex);
     auto it = plans().find(key);
     if (it == plans().end()) {
-      // Once per config and workspace: the device's facts, the layout, CUTLASS's checks,
-      // params and shared-memory attribute.
       int cc_major = 0, cc_minor = 0, sms = 0;
       cuda_check(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
       cuda_check(cudaDeviceGetAttribute(&cc_minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute");
@@ -205,7 +203,7 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
                     std::to_string(cc_major) + std::to_string(cc_minor) + ": use kernel=mma");
       if (sms > kMaxSms) throw Error("gmm cuda: kernel=wgmma supports at most " + std::to_string(kMaxSms) + " SMs");
       // The workspace is sized for the most rows the problem can have (workspace_bytes).
-      Plan p;
+      ResolvedPlan p;
       p.layout = layout(s, e, s.max_rows(), kMaxSms);
       if (!workspace || ws_bytes < p.layout.total)
         throw Error("gmm cuda: kernel=wgmma needs " + std::to_string(p.layout.total) + " bytes of workspace, got " +
@@ -223,8 +221,25 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
       p.gemm = e.get(s.dtype)(pa);
       it = plans().emplace(key, std::move(p)).first;
     }
-    plan = &it->second;
+    return &it->second;
   }
+}
+
+std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, std::int64_t rows) {
+  auto slot = std::make_shared<LaunchSlot>();
+  // setup, GEMM (, silu*up); a call with no rows or no local expert launches nothing.
+  slot->kernels = rows == 0 || s.e_local() == 0 ? 0 : s.down ? 2 : 3;
+  return slot;
+}
+
+void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out, void* workspace,
+         std::size_t ws_bytes, void* stream, const LaunchSlot* slot) {
+  const TensorRef& act = need(in, s.act_name());
+  const std::int64_t R = act.shape.at(0);
+  if (R == 0 || s.e_local() == 0) return;
+  const ResolvedPlan* plan = slot && slot->workspace == workspace ? slot->resolved : nullptr;
+  if (!plan) plan = resolve(s, c, workspace, ws_bytes);
+  if (slot) slot->resolved = plan, slot->workspace = workspace;
   if (R > s.max_rows())
     throw Error("gmm cuda: " + std::to_string(R) + " rows are more than the " + std::to_string(s.max_rows()) +
                 " the problem's tokens can route (the workspace is sized for those): raise --tokens");

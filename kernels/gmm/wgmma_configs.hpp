@@ -113,9 +113,19 @@ Params config_params(const Config& c);  // kernel, block_m/n/k, cluster_m, sched
 std::size_t workspace_bytes(const GmmSpec& s, const Config& c, int sm_count = 0);
 // Why `c` cannot run the problem on `dev` (empty: it can).
 std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev);
+// The backend's launch plan of a wgmma config. CUTLASS's params hold the workspace's arrays, so
+// the plan proper is made by the first call on a workspace (the bench's warm-up); the slot
+// keeps it, so every later call on that workspace goes straight to the launches.
+struct ResolvedPlan;
+struct LaunchSlot : LaunchPlan {
+  mutable const ResolvedPlan* resolved = nullptr;
+  mutable const void* workspace = nullptr;
+};
+std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, std::int64_t rows);
 // Plans the config for this workspace (once: later calls with the same problem, config and
-// workspace reuse the plan), then launches setup + GEMM (+ silu for up) on `stream`.
+// workspace reuse the plan, through `slot` without a lookup), then launches setup + GEMM
+// (+ silu for up) on `stream`.
 void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out, void* workspace,
-         std::size_t workspace_bytes, void* stream);
+         std::size_t workspace_bytes, void* stream, const LaunchSlot* slot = nullptr);
 
 }  // namespace moe::gmm::wgmma

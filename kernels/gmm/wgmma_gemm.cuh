@@ -21,6 +21,7 @@
 
 #include "gmm/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
+#include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
 
 namespace moe::gmm::wgmma {
@@ -113,6 +114,8 @@ struct GroupedGemm {
       if (st != cutlass::Status::kSuccess)
         throw Error(what + "initialize failed (" + cutlassGetStatusString(st) +
                     "): the device may lack the shared memory this tile needs; use a smaller tile or kernel=mma");
+      const dim3 g = Gemm::get_grid_shape(gemm_.params());
+      grid_ = g.x * g.y * g.z;
     }
     void launch(void* stream) const override {
       // run() on the params built once: the kernel launch and nothing else.
@@ -121,10 +124,13 @@ struct GroupedGemm {
         cuda_check(cudaGetLastError(), "gmm wgmma grouped GEMM launch");
         throw Error(std::string("gmm wgmma grouped GEMM launch: ") + cutlassGetStatusString(st));
       }
+      count_launch(reinterpret_cast<const void*>(&cutlass::device_kernel<Kernel>), grid_, Kernel::MaxThreadsPerBlock,
+                   Kernel::SharedStorageSize);
     }
 
    private:
     mutable Gemm gemm_;
+    unsigned grid_ = 0;
   };
 
   static std::unique_ptr<Planned> plan(const PlanArgs& p) { return std::make_unique<Plan>(p); }

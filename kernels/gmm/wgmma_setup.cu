@@ -3,6 +3,7 @@
 
 #include "gmm/wgmma_kernels.cuh"
 #include "moe/cuda_device.hpp"
+#include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
 
 namespace moe::gmm::wgmma {
@@ -19,7 +20,9 @@ unsigned blocks_for(long long items) {
 
 void launch_setup(const SetupArgs& a, void* stream) {
   if (a.experts == 0) return;
-  cuda::wgmma_setup_kernel<<<blocks_for(a.experts), cuda::kWgmmaThreads, 0, static_cast<cudaStream_t>(stream)>>>(a);
+  SetupArgs args = a;
+  launch_kernel_args(reinterpret_cast<const void*>(&cuda::wgmma_setup_kernel), blocks_for(a.experts),
+                     cuda::kWgmmaThreads, 0, stream, args);
   cuda_check(cudaGetLastError(), "gmm wgmma setup kernel launch");
 }
 
@@ -28,7 +31,8 @@ void launch_silu(const SiluArgs& a, bool bf16, void* stream) {
   const long long items = static_cast<long long>(a.rows) * (a.inter / 8);
   if (items == 0) return;
   auto* kern = bf16 ? &cuda::wgmma_silu_kernel<true> : &cuda::wgmma_silu_kernel<false>;
-  kern<<<blocks_for(items), cuda::kWgmmaThreads, 0, static_cast<cudaStream_t>(stream)>>>(a);
+  SiluArgs args = a;
+  launch_kernel_args(reinterpret_cast<const void*>(kern), blocks_for(items), cuda::kWgmmaThreads, 0, stream, args);
   cuda_check(cudaGetLastError(), "gmm wgmma silu*up kernel launch");
 }
 

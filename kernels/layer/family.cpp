@@ -219,6 +219,16 @@ FamilyDesc make_layer() {
     for (const Stage& s : layer_stages(L))
       if (family(s.family).check_problem) family(s.family).check_problem(s.problem);
   };
+  // Every stage's buffers at once: the reference and the layer keep each stage's outputs.
+  f.footprint = [](const Params& L) {
+    Footprint fp;
+    for (const Stage& s : layer_stages(L)) {
+      const Footprint st = family(s.family).footprint(s.problem);
+      for (auto& [n, b] : st.inputs) fp.inputs.push_back({s.name + " " + n, b});
+      fp.outputs += st.outputs;
+    }
+    return fp;
+  };
   f.input_specs = [](const Params& L) {
     const std::int64_t T = L.i("tokens"), E = L.i("experts"), Et = Et_of(L), D = L.i("hidden"), I = L.i("intermediate");
     const DType act = parse_dtype(L.s("dtype"));

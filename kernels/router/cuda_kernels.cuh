@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include "moe/cuda_launch_api.hpp"
 #include "router/cuda_row.hpp"
 #include "router/cuda_shapes.hpp"
 #include "router/cuda_table.hpp"
@@ -35,19 +36,20 @@ __global__ void __launch_bounds__(kMaxWarps * 32) router_kernel(const Args a) {
 template <int I>
 void launch_shape(const Args& a, int grid, int block, cudaStream_t stream) {
   constexpr KernelShape s = kShapes[I];
-  router_kernel<s.lanes, s.epl, s.vec, s.esize><<<grid, block, 0, stream>>>(a);
+  Args by_value = a;
+  launch_kernel_args(reinterpret_cast<const void*>(&router_kernel<s.lanes, s.epl, s.vec, s.esize>),
+                     static_cast<unsigned>(grid), static_cast<unsigned>(block), 0, stream, by_value);
 }
 
 template <int I>
 int blocks_per_sm(int block) {
   constexpr KernelShape s = kShapes[I];
-  int n = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, router_kernel<s.lanes, s.epl, s.vec, s.esize>, block, 0) !=
-      cudaSuccess) {
-    cudaGetLastError();  // ignored here: it must not surface as the next launch's failure
-    return 0;
+  try {
+    return kernel_facts(reinterpret_cast<const void*>(&router_kernel<s.lanes, s.epl, s.vec, s.esize>), block, 0)
+        .blocks_per_sm;
+  } catch (const std::exception&) {
+    return 0;  // the caller assumes one resident CTA
   }
-  return n;
 }
 
 template <int BEGIN, int... Is>

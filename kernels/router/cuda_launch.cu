@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "moe/cuda_device.hpp"
+#include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
 #include "router/cuda.hpp"
 #include "router/cuda_shapes.hpp"
@@ -26,18 +27,7 @@ const KernelFns* kernel_table() {
   return table;
 }
 
-int sm_count() {
-  static std::atomic<int> cached[64] = {};
-  int dev = 0;
-  cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
-  if (dev < 0 || dev >= 64) dev = 0;
-  int n = cached[dev].load(std::memory_order_relaxed);
-  if (n <= 0) {
-    cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute(SM count)");
-    cached[dev].store(n, std::memory_order_relaxed);
-  }
-  return std::max(n, 1);
-}
+int sm_count() { return std::max(cached_sm_count(launch_device()), 1); }
 
 // Resident CTAs per SM for kernel `shape` at `warps` warps, queried once.
 int resident_ctas(const KernelFns& fns, int shape, int warps) {
@@ -79,8 +69,7 @@ void router_cuda(const RouterSpec& sp, const CudaConfig& c, const void* logits, 
   // One resident wave at most: CTAs stride over the rows, so more would only queue.
   const std::int64_t wave = std::int64_t{sm_count()} * resident_ctas(fns, shape, c.warps);
   const int grid = static_cast<int>(std::min(ctas, wave));
-  fns.launch(a, grid, c.warps * 32, stream);
-  cuda_check(cudaGetLastError(), "router kernel launch");
+  fns.launch(a, grid, c.warps * 32, stream);  // launch_kernel checks the launch
 }
 
 }  // namespace moe::router

@@ -70,6 +70,12 @@ const FamilyDesc& router_family() {
                         pp::scoring(),     pp::renormalize(),
                         pp::rsf(),         pp::bias()};
     f.check_problem = [](const Params& p) { RouterSpec::from(p); };
+    f.footprint = [](const Params& p) {
+      const RouterSpec s = RouterSpec::from(p);
+      const double T = static_cast<double>(s.tokens), E = static_cast<double>(s.experts);
+      return Footprint{{{"logits", T * E * static_cast<double>(dtype_size(s.dtype))}, {"bias", 4 * E}},
+                       T * static_cast<double>(s.slots()) * 8};
+    };
     f.input_specs = input_specs;
     f.make_inputs = make_inputs;
     f.output_specs = output_specs;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "moe/error.hpp"
+#include "runtime/build_id.hpp"
 
 namespace moe::runtime {
 
@@ -86,6 +87,11 @@ Choice choose_config(const FamilyDesc& f, Backend b, const Params& problem, cons
     }
     if (!table) continue;
     c.table = path;
+    // A table of another build is as good as missing: a later folder may hold a current one.
+    if (const std::string stale = stale_table_reason(f.name, table->build_id); !stale.empty()) {
+      if (problem_note.empty()) problem_note = "table " + path + " no longer applies: " + stale;
+      continue;
+    }
     std::vector<std::int64_t> keys;
     for (auto& [k, e] : table->entries) keys.push_back(k);
     const std::int64_t k = nearest_key(keys, tokens);

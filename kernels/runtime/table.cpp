@@ -97,6 +97,7 @@ ConfigTable load_table(const std::string& path) {
     t.backend = j.value("backend", "");
     t.device = j.value("device", "");
     t.problem_key = j.value("problem_key", "");
+    if (j.contains("build") && j["build"].is_object()) t.build_id = j["build"].value("id", "");
     for (auto& [k, e] : j.at("entries").items()) {
       TableEntry te;
       te.tokens = parse_tokens_key(k, path);

@@ -28,6 +28,7 @@ struct ConfigTable {
   std::string path;
   std::string kernel, backend, device;
   std::string problem_key;
+  std::string build_id;  // "build": {"id"}: of the kernels that were tuned; "" in older tables
   std::map<std::int64_t, TableEntry> entries;  // by token count
 };
 

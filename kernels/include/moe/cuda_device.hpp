@@ -24,6 +24,13 @@ struct CudaClocks {
 CudaClocks cuda_clocks(int ordinal);
 std::string cuda_driver_version();   // "13.0" or "none"
 std::string cuda_runtime_version();  // of the runtime this binary links
+// "0000:1B:00.0": how NVML names the device.
+std::string cuda_pci_bus_id(int ordinal);
+// The installed NVIDIA kernel driver's release ("580.65.06"), from /proc/driver/nvidia/version;
+// "" when there is none.
+std::string nvidia_driver_release();
+// The oldest driver this binary's runtime runs on, in words: "R580 or newer (CUDA 13.x runtime)".
+std::string cuda_driver_needed();
 // Throws an Error saying there is no usable device, with what to do instead.
 void require_cuda_device(int ordinal = 0);
 

@@ -5,7 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moe/params.hpp"
@@ -30,11 +32,20 @@ struct DeviceInfo {
   int threads = 1;  // cpu: worker threads
 };
 
+// A config's launches worked out once for a problem and its inputs' shapes (grid, shared
+// memory opt-in, occupancy), so that a timed call only launches. Backends derive their own.
+struct LaunchPlan {
+  virtual ~LaunchPlan() = default;
+  int kernels = 0;  // kernels one call launches
+};
+
 struct LaunchContext {
   void* stream = nullptr;  // cudaStream_t on the cuda backend
   int threads = 1;         // cpu backend
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  // From this backend's `plan` for the same problem, config and input shapes; null: run plans.
+  const LaunchPlan* plan = nullptr;
 };
 
 // A shape dimension of -1 is set by the data (rows after dispatch depend on the routing).
@@ -72,6 +83,14 @@ struct Cost {
   double flops = 0;
 };
 
+// Bytes a problem takes, known before any of it is made (upper bounds where rows depend on the
+// routing): its inputs by name, so a caller can leave out those it was given, and its outputs.
+// On the host the outputs are held twice (the reference and a backend's), on a device once.
+struct Footprint {
+  std::vector<std::pair<std::string, double>> inputs;
+  double outputs = 0;
+};
+
 struct BackendImpl {
   Backend backend = Backend::cpu;
   std::vector<ParamSpec> config_params;
@@ -85,6 +104,10 @@ struct BackendImpl {
   std::function<void(const Params& problem, const Params& config, const RefMap& in,
                      const RefMap& out, const LaunchContext&)>
       run;
+  // Optional: plans a config's launches for these inputs (every runtime query happens here);
+  // a bench plans once per config and passes the plan to every timed run.
+  std::function<std::shared_ptr<const LaunchPlan>(const Params& problem, const Params& config, const RefMap& in)>
+      plan;
   // Optional, for configs that leave choices to runtime dispatch (the layer's "auto" stages):
   // the same config with those choices named, looked up in `table_dirs` (in order). moe::Kernel
   // pins once per token key, so its calls read no table and honour its own table folders.
@@ -108,6 +131,7 @@ struct FamilyDesc {
                            const TensorMap& ref)>
       validate;
   std::function<Cost(const Params&, const TensorMap& in)> cost;
+  std::function<Footprint(const Params&)> footprint;
   std::vector<BackendImpl> backends;
 
   const BackendImpl* backend(Backend b) const;

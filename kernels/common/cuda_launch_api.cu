@@ -1,0 +1,135 @@
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "moe/cuda_device.hpp"
+#include "moe/cuda_launch_api.hpp"
+
+namespace moe {
+
+namespace {
+
+int real_current_device() {
+  int d = 0;
+  cuda_check(cudaGetDevice(&d), "cudaGetDevice");
+  return d;
+}
+
+int real_sm_count(int device) {
+  int n = 0;
+  cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SM count)");
+  return n;
+}
+
+void real_set_max_smem(const void* func, std::size_t smem) {
+  cuda_check(cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+             "cudaFuncSetAttribute(max dynamic shared memory)");
+}
+
+int real_blocks_per_sm(const void* func, int threads, std::size_t smem) {
+  int n = 0;
+  cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, func, threads, smem),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return n;
+}
+
+void real_launch(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args) {
+  cuda_check(cudaLaunchKernel(func, dim3(grid), dim3(block), args, smem, static_cast<cudaStream_t>(stream)),
+             "kernel launch");
+}
+
+constexpr CudaRuntimeCalls kReal{real_current_device, real_sm_count, real_set_max_smem, real_blocks_per_sm,
+                                 real_launch};
+
+std::atomic<const CudaRuntimeCalls*> calls{&kReal};
+std::atomic<std::uint64_t> n_sm{0}, n_smem{0}, n_occ{0}, n_launch{0};
+
+struct Cache {
+  std::mutex mu;
+  std::map<std::tuple<int, const void*, int, std::size_t>, KernelFacts> facts;
+  std::map<int, int> sms;
+};
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+// Opt-in is per function, not per size: remember the largest size set so far.
+std::map<std::pair<int, const void*>, std::size_t>& smem_set() {
+  static std::map<std::pair<int, const void*>, std::size_t> m;
+  return m;
+}
+
+constexpr std::size_t kDefaultSmem = 48 * 1024;
+
+}  // namespace
+
+int launch_device() { return calls.load()->current_device(); }
+
+int cached_sm_count(int device) {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  auto it = c.sms.find(device);
+  if (it != c.sms.end()) return it->second;
+  ++n_sm;
+  const int n = calls.load()->sm_count(device);
+  c.sms[device] = n;
+  return n;
+}
+
+KernelFacts kernel_facts_on(int device, const void* func, int threads, std::size_t smem) {
+  const int sms = cached_sm_count(device);
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  const auto key = std::make_tuple(device, func, threads, smem);
+  if (auto it = c.facts.find(key); it != c.facts.end()) return it->second;
+  const CudaRuntimeCalls* rt = calls.load();
+  if (smem > kDefaultSmem) {
+    std::size_t& set = smem_set()[{device, func}];
+    if (smem > set) {
+      ++n_smem;
+      rt->set_max_smem(func, smem);
+      set = smem;
+    }
+  }
+  ++n_occ;
+  KernelFacts f{sms, rt->blocks_per_sm(func, threads, smem)};
+  c.facts[key] = f;
+  return f;
+}
+
+KernelFacts kernel_facts(const void* func, int threads, std::size_t smem) {
+  return kernel_facts_on(calls.load()->current_device(), func, threads, smem);
+}
+
+thread_local std::vector<LaunchRecord>* recorder = nullptr;
+
+void record_launches(std::vector<LaunchRecord>* into) { recorder = into; }
+
+void count_launch(const void* func, unsigned grid, unsigned block, std::size_t smem) {
+  ++n_launch;
+  if (recorder) recorder->push_back({func, grid, block, smem});
+}
+
+void launch_kernel(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args) {
+  count_launch(func, grid, block, smem);
+  calls.load()->launch(func, grid, block, smem, stream, args);
+}
+
+std::uint64_t kernel_launches() { return n_launch.load(); }
+
+CudaCallCounts cuda_call_counts() { return {n_sm.load(), n_smem.load(), n_occ.load(), n_launch.load()}; }
+
+void set_cuda_runtime_calls_for_testing(const CudaRuntimeCalls* c) {
+  calls.store(c ? c : &kReal);
+  Cache& ca = cache();
+  std::lock_guard lock(ca.mu);
+  ca.facts.clear();
+  ca.sms.clear();
+  smem_set().clear();
+}
+
+}  // namespace moe
