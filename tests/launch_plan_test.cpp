@@ -118,6 +118,34 @@ TEST_F(LaunchPlanTest, GmmBackendPlanIsWhatRunUses) {
   EXPECT_EQ(kernel_launches() - launched, 2u);
 }
 
+// A wgmma call launches setup + GEMM (+ silu*up for up): its plan says so, so the bench's
+// check of the launches it counted (the CUTLASS GEMM through count_launch) holds on a GPU.
+TEST_F(LaunchPlanTest, GmmWgmmaPlanCountsSetupGemmAndSilu) {
+  GmmCase g;
+  const BackendImpl& b = family("gmm").need_backend(Backend::cuda);
+  const Params config = complete(b.config_params,
+                                 Params{{"kernel", std::string("wgmma")}, {"block_m", std::int64_t{128}},
+                                        {"block_n", std::int64_t{128}}, {"block_k", std::int64_t{64}}},
+                                 "config");
+  EXPECT_EQ(b.plan(g.p.problem, config, refs(g.p.inputs))->kernels, 3);  // up
+  Params down = g.p.problem;
+  down.set("stage", std::string("down"));
+  const tuner::Prepared d = testing::prepare_seeded(family("gmm"), down);
+  EXPECT_EQ(b.plan(d.problem, config, refs(const_cast<TensorMap&>(d.inputs)))->kernels, 2);
+  EXPECT_EQ(queries(), 0) << "planning a wgmma config asks the device nothing before its first call";
+  // count_launch counts and records like a launch made here, without launching.
+  std::vector<LaunchRecord> seen;
+  record_launches(&seen);
+  const std::uint64_t before = kernel_launches();
+  count_launch(&kFake, 7, 384, 1024);
+  record_launches(nullptr);
+  EXPECT_EQ(kernel_launches() - before, 1u);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].grid, 7u);
+  EXPECT_EQ(seen[0].block, 384u);
+  EXPECT_TRUE(launches.empty());
+}
+
 TEST_F(LaunchPlanTest, RouterQueriesOccupancyOnceAndCountsItsLaunch) {
   const FamilyDesc& f = family("router");
   const tuner::Prepared p = testing::prepare_seeded(
