@@ -1,5 +1,8 @@
 #include <fmt/format.h>
 
+#include <memory>
+#include <string>
+
 #include "app/commands.hpp"
 #include "moe/family.hpp"
 #include "tuner/models.hpp"
@@ -20,8 +23,12 @@ static std::string spec_line(const ParamSpec& s) {
 
 void add_list_command(CLI::App& root) {
   auto* cmd = root.add_subcommand("list", "kernel families with their problem and config parameters; model presets");
-  cmd->callback([] {
+  auto only = std::make_shared<std::string>();
+  cmd->add_option("family", *only, "show this family only (and no presets)");
+  cmd->callback([only] {
+    if (!only->empty()) family(*only);  // an unknown name: the error lists the known ones
     for (const FamilyDesc* f : families()) {
+      if (!only->empty() && f->name != *only) continue;
       fmt::print("{}: {}\n  problem parameters (name, default, allowed, meaning):\n", f->name, f->summary);
       for (auto& s : f->problem_params) fmt::print("{}\n", spec_line(s));
       for (auto& b : f->backends) {
@@ -30,6 +37,7 @@ void add_list_command(CLI::App& root) {
       }
       fmt::print("\n");
     }
+    if (!only->empty()) return;
     fmt::print("model presets ({}):\n", tuner::models_dir());
     for (auto& name : tuner::model_names()) {
       const Params m = tuner::load_model(name);

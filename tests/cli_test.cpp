@@ -41,6 +41,18 @@ TEST(Cli, UnknownFamilyNamesTheKnownOnes) {
   EXPECT_NE(r.out.find("router"), std::string::npos) << r.out;
 }
 
+TEST(Cli, ListShowsOneFamilyWhenNamed) {
+  auto r = sh("list gmm");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("gmm: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernel         mma"), std::string::npos) << r.out;  // the kernel choice
+  EXPECT_EQ(r.out.find("\nrouter: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("model presets"), std::string::npos) << r.out;
+  r = sh("list nosuchfamily");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("unknown kernel family 'nosuchfamily'"), std::string::npos) << r.out;
+}
+
 TEST(Cli, UnknownPresetIsAnErrorListingPresets) {
   auto r = sh("run router --model no-such-model --backend cpu");
   EXPECT_EQ(r.rc, 2);
