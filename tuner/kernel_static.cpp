@@ -12,18 +12,17 @@
 
 namespace moe::tuner {
 
-namespace {
-
-// Hopper as the config spaces see it (sm_90: 227 KB of opt-in shared memory per block).
-DeviceInfo hopper() {
+DeviceInfo described_hopper(const std::string& name) {
   DeviceInfo d;
   d.backend = Backend::cuda;
-  d.name = "sm_90";
+  d.name = name;
   d.sm_count = 132;
   d.cc_major = 9;
   d.smem_optin = 227 * 1024;
   return d;
 }
+
+namespace {
 
 // Each router config of the full space valid for the preset, with the kernel arguments that pick
 // its path through the row (group mode, scoring, bias) and the runtime loops' bounds.
@@ -32,7 +31,7 @@ json router_paths(const Params& model) {
   const Params problem = problem_for(f, model, Params{}, false);
   const RouterSpec spec = RouterSpec::from(problem);
   const BackendImpl& cuda = f.need_backend(Backend::cuda);
-  const DeviceInfo dev = hopper();
+  const DeviceInfo dev = described_hopper();
   json out = json::array();
   for (const Params& c : cuda.space(problem, dev, true)) {
     const router::CudaConfig cfg = router::CudaConfig::from(c);
