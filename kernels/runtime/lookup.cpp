@@ -86,6 +86,13 @@ Choice choose_config(const FamilyDesc& f, Backend b, const Params& problem, cons
     }
     if (!table) continue;
     c.table = path;
+    // A table copied or renamed into another's place would hand this problem another's configs.
+    if (table->kernel != f.name || (!table->problem_key.empty() && table->problem_key != key) ||
+        (!table->device.empty() && table->device != device)) {
+      problem_note = "table " + path + " holds " + table->kernel + " on " + table->device + " (" + table->problem_key +
+                     "), not what its path names: " + f.name + " on " + device + " (" + key + ")";
+      break;
+    }
     std::vector<std::int64_t> keys;
     for (auto& [k, e] : table->entries) keys.push_back(k);
     const std::int64_t k = nearest_key(keys, tokens);
