@@ -15,6 +15,7 @@
 #include "tuner/layer_units.hpp"
 #include "tuner/problem.hpp"
 #include "tuner/runner.hpp"
+#include "tuner/tables_dir.hpp"
 
 namespace moe::app {
 
@@ -138,7 +139,10 @@ void run(const SweepArgs& a) {
   std::vector<std::string> argv = command_argv();
   o.command = shell_join(argv);
   o.out_dir = a.out.empty() ? default_out(dev) : a.out;
-  if (a.tables != "none") o.tables_dir = a.tables.empty() ? runtime::default_table_dirs().front() : a.tables;
+  if (a.tables != "none") {
+    o.tables_dir = a.tables.empty() ? tuner::default_tables_dir() : a.tables;
+    tuner::check_tables_dir(o.tables_dir, a.tables.empty() ? "the default --tables" : "--tables");
+  }
   if (a.out.empty()) argv.insert(argv.end(), {"--out", o.out_dir});
   bool has_resume = false;
   for (auto& s : argv) has_resume = has_resume || s == "--resume";
@@ -160,6 +164,10 @@ void run(const SweepArgs& a) {
     fmt::print("{}\n", out.summary_md);
     fmt::print("results: {} ({}), journal: {}\n", out.results_path, out.csv_path, out.journal_path);
     for (auto& t : out.tables) fmt::print("table: {}\n", t);
+    if (o.tables_dir.empty()) fmt::print("tables: none written (--tables none)\n");
+    else
+      fmt::print("tables: {} written under {}{}\n", out.tables.size(), o.tables_dir,
+                 a.tables.empty() ? " (the default: $MOEBENCH_CONFIG_DIR, else ./configs; choose with --tables DIR)" : "");
   }
   std::fflush(stdout);
   if (out.interrupted) {
@@ -187,8 +195,8 @@ void add_sweep_command(CLI::App& root) {
   cmd->add_flag("--resume", a->resume, "continue the sweep whose journal is in --out, skipping what is done");
   cmd->add_option("--out", a->out, "directory for the journal, results.json/.csv and summary.md")
       ->default_str("sweeps/<device>-<time>");
-  cmd->add_option("--tables", a->tables, "where config tables go (none: write none)")
-      ->default_str("$MOEBENCH_CONFIG_DIR or configs/");
+  cmd->add_option("--tables", a->tables, "where config tables go, checked writable before sweeping (none: write none)")
+      ->default_str("first dir of $MOEBENCH_CONFIG_DIR, else ./configs");
   cmd->add_option("--dist", a->dist, "routing: uniform | zipf | FILE.npy (captured logits or ids)")->default_str("uniform");
   cmd->add_option("--zipf-s", a->zipf_s, "zipf exponent for --dist zipf")->default_str("1.2");
   cmd->add_option("--seed", a->seed, "seed of every random input")->default_str("0");

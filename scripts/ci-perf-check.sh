@@ -32,6 +32,10 @@
 #   --attempts N         runs before a SLOW record fails the check [cuda: 2; cpu: 3]
 #   --tables DIR         config tables the tuned configs come from [$MOEBENCH_CONFIG_DIR or configs/]
 #   --no-tuned           skip the tuned-config sweep
+#   --results DIR        check a sweep already made (DIR/results.json, DIR/tuned/results.json when
+#                        there) instead of running one: one attempt, no binary timing anything.
+#                        CI can sweep in one step and judge in another; the tests check the
+#                        comparison logic on fixtures this way, independent of the machine's speed
 #   --moebench PATH      the binary [$MOEBENCH, else build/bin/moebench, else moebench on PATH]
 #   --update-baseline    write the new results into the baseline directory instead of comparing
 #   -- ARGS...           more `moebench sweep` flags (e.g. --min-time 5ms); give the same ones
@@ -57,7 +61,7 @@ die() {
 note() { echo "$prog: $*" >&2; }
 
 backend="" baseline="" out="perf-check" model="qwen3-30b-a3b" tokens="" threshold="" attempts=""
-shape="" shape_set=0 tables="" tuned=1 bin="${MOEBENCH:-}" update=0
+shape="" shape_set=0 tables="" tuned=1 bin="${MOEBENCH:-}" update=0 given=""
 extra=()
 while (($#)); do
   case "$1" in
@@ -71,6 +75,7 @@ while (($#)); do
     --attempts) attempts=${2:?--attempts needs a count}; shift 2 ;;
     --tables) tables=${2:?--tables needs a directory}; shift 2 ;;
     --no-tuned) tuned=0; shift ;;
+    --results) given=${2:?--results needs a sweep directory}; shift 2 ;;
     --moebench) bin=${2:?--moebench needs a path}; shift 2 ;;
     --update-baseline) update=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
@@ -108,6 +113,12 @@ case "$backend" in
   *) die "--backend '$backend': use cpu or cuda" ;;
 esac
 [[ "$attempts" =~ ^[1-9][0-9]*$ ]] || die "--attempts '$attempts': give a positive count"
+if [ -n "$given" ]; then
+  [ -f "$given/results.json" ] || die "--results $given: no results.json there (give a sweep's --out directory)"
+  [ "$update" = 0 ] || die "--results and --update-baseline: record a baseline from a sweep, not from results"
+  [ "$(realpath -m "$given")" != "$(realpath -m "$out")" ] || die "--results and --out are one directory: give another --out"
+  attempts=1 # nothing is measured again
+fi
 read -r -a shape_args <<<"$shape"
 [ -n "$tables" ] || tables="${MOEBENCH_CONFIG_DIR:-$root/configs}"
 tables=${tables%%:*}  # lookup reads one directory; the first of a $MOEBENCH_CONFIG_DIR list
@@ -117,15 +128,20 @@ fi
 
 # One sweep into a fresh directory (a sweep refuses to overwrite its journal). Only a directory
 # holding a sweep, or an empty one, is emptied.
-sweep() {
+fresh_dir() {
   local dir=$1
-  shift
   if [ -e "$dir" ]; then
-    [ -f "$dir/journal.jsonl" ] || [ -z "$(ls -A "$dir" 2>/dev/null)" ] ||
+    [ -f "$dir/journal.jsonl" ] || [ -f "$dir/compare.md" ] || [ -z "$(ls -A "$dir" 2>/dev/null)" ] ||
       die "--out $dir exists and holds no sweep: give a new or empty directory"
     rm -rf "$dir"
   fi
   mkdir -p "$dir"
+}
+
+sweep() {
+  local dir=$1
+  shift
+  fresh_dir "$dir"
   if ! "$bin" sweep all --model "$model" "${shape_args[@]}" --tokens "$tokens" "${backend_args[@]}" \
     --strategy exhaustive --seed 0 --tables none --quiet --out "$dir" "$@" "${extra[@]}" >"$dir/sweep.log" 2>&1; then
     cat "$dir/sweep.log" >&2
@@ -188,8 +204,19 @@ tuned_space() {
   fi
 }
 
-# All sweeps of one attempt into $out (and $out/tuned).
+# All sweeps of one attempt into $out (and $out/tuned), or the given results copied there.
 measure() {
+  if [ -n "$given" ]; then
+    fresh_dir "$out"
+    cp "$given/results.json" "$out/results.json"
+    if [ -f "$given/tuned/results.json" ]; then
+      mkdir -p "$out/tuned"
+      cp "$given/tuned/results.json" "$out/tuned/results.json"
+    fi
+    slug=$(field device_slug "$out/results.json")
+    [ -n "$slug" ] || die "$given/results.json names no device_slug"
+    return
+  fi
   note "sweep: default space -> $out"
   sweep "$out" --space default
   [ -n "$slug" ] || slug=$(field device_slug "$out/results.json")

@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -133,5 +135,29 @@ TEST(TunerTables, ResultsRoundTripAndCsv) {
   EXPECT_NE(csv.find("scale,cpu,width=64,1,tile=4,0,ok,40,"), std::string::npos) << csv;
   std::ofstream(d / "bad.json") << R"({"schema": "something/else"})";
   EXPECT_THROW(read_results((d / "bad.json").string()), moe::Error);
+  fs::remove_all(d);
+}
+
+// Processes writing one table at once (the shards of a job array): every entry survives.
+TEST(TunerTables, ConcurrentWritersLoseNoEntry) {
+  const fs::path d = temp_dir("tables-concurrent");
+  constexpr int kProcs = 4, kEach = 12;
+  std::vector<pid_t> kids;
+  for (int p = 0; p < kProcs; ++p) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      for (int i = 0; i < kEach; ++i)
+        write_tables(build_results(journal({{1 + p * kEach + i, {100, 70, 130}}}), meta()), d.string());
+      ::_exit(0);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t k : kids) {
+    int st = 0;
+    ::waitpid(k, &st, 0);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  const auto t = moe::runtime::load_table(moe::runtime::table_path(d.string(), "cpu", "scale", "width=64"));
+  EXPECT_EQ(t.entries.size(), static_cast<std::size_t>(kProcs * kEach));
   fs::remove_all(d);
 }

@@ -9,6 +9,7 @@
 #include "tuner/report.hpp"
 #include "tuner/results.hpp"
 #include "tuner/tables.hpp"
+#include "tuner/tables_dir.hpp"
 
 namespace fs = std::filesystem;
 
@@ -33,6 +34,12 @@ std::string line_key(const json& l) {
 MergeOutcome merge_sweeps(const std::vector<std::string>& inputs, const std::string& out_dir,
                           const std::string& tables_dir) {
   if (inputs.empty()) throw Error("merge: give the sweep directories (or journal.jsonl files) of the shards");
+  // Writing the merged journal over a shard's would destroy that shard's measurements.
+  const fs::path out_journal = fs::weakly_canonical(fs::absolute(fs::path(out_dir) / "journal.jsonl"));
+  for (auto& in : inputs)
+    if (fs::weakly_canonical(fs::absolute(journal_of(in))) == out_journal)
+      throw Error("merge: --out " + out_dir + " is the input " + in + ": give a new directory for the merged sweep");
+  if (!tables_dir.empty()) check_tables_dir(tables_dir, "--tables");
   MergeOutcome out;
   JournalContents merged;
   std::set<std::string> seen;

@@ -6,9 +6,11 @@
 #include <fstream>
 #include <map>
 
+#include "io/regular_file.hpp"
 #include "moe/error.hpp"
 #include "runtime/build_id.hpp"
 #include "runtime/table.hpp"
+#include "tuner/file_lock.hpp"
 #include "tuner/results.hpp"
 #include "tuner/units.hpp"
 
@@ -18,6 +20,8 @@ namespace {
 
 // The existing table's entries, when the file is a table; a file that is not is replaced.
 nlohmann::ordered_json existing_entries(const std::string& path) {
+  if (const std::string why = io::not_a_regular_file(path); !why.empty())
+    throw Error("cannot write config table " + path + ": it " + why + "; remove it or give another --tables");
   std::ifstream in(path);
   if (!in) return nlohmann::ordered_json::object();
   try {
@@ -43,6 +47,9 @@ std::vector<std::string> write_tables(const json& results, const std::string& di
   for (auto& [gk, pts] : groups) {
     const std::string kernel = pts.front()->value("kernel", ""), key = pts.front()->value("problem_key", "");
     const std::string path = runtime::table_path(dir, slug, kernel, key);
+    // Other sweeps (the shards of a job array) may write this table now: read, merge and replace
+    // it under a lock, so no entry of theirs is lost.
+    const DirLock lock(std::filesystem::path(path).parent_path().string());
     auto entries = existing_entries(path);
     for (const json* p : pts) {
       nlohmann::ordered_json e;

@@ -1,4 +1,5 @@
 #include "io/npy.hpp"
+#include "io/regular_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -294,6 +295,7 @@ std::string npy_descr(DType t) {
 }
 
 Tensor read_npy(const std::string& path) {
+  if (const std::string why = io::not_a_regular_file(path); !why.empty()) fail(path, why + "; give a .npy file");
   errno = 0;
   File f(std::fopen(path.c_str(), "rb"));
   if (!f) fail(path, "cannot open it: " + errno_text(errno));

@@ -87,7 +87,15 @@ Choice choose_config(const FamilyDesc& f, Backend b, const Params& problem, cons
     }
     if (!table) continue;
     c.table = path;
-    // A table of another build is as good as missing: a later folder may hold a current one.
+    // A table copied or renamed into another's place would hand this problem another's configs;
+    // a table of another build is as good as missing. Either way a later folder may hold a good one.
+    if (table->kernel != f.name || (!table->problem_key.empty() && table->problem_key != key) ||
+        (!table->device.empty() && table->device != device)) {
+      if (problem_note.empty())
+        problem_note = "table " + path + " holds " + table->kernel + " on " + table->device + " (" +
+                       table->problem_key + "), not what its path names: " + f.name + " on " + device + " (" + key + ")";
+      continue;
+    }
     if (const std::string stale = stale_table_reason(f.name, table->build_id); !stale.empty()) {
       if (problem_note.empty()) problem_note = "table " + path + " no longer applies: " + stale;
       continue;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/regular_file.hpp"
 #include "moe/error.hpp"
 #include "runtime/params_json.hpp"
 
@@ -77,6 +78,8 @@ static std::int64_t parse_tokens_key(const std::string& k, const std::string& pa
 }
 
 ConfigTable load_table(const std::string& path) {
+  if (const std::string why = io::not_a_regular_file(path); !why.empty())
+    throw Error("config table " + path + " " + why + ": remove it, or regenerate it with `moebench sweep`");
   std::ifstream in(path);
   if (!in) throw Error("cannot read config table " + path);
   nlohmann::json j;
