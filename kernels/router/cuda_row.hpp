@@ -367,17 +367,19 @@ struct RowKernel {
   // memory.
   template <class Lane>
   ROUTER_FN static void any_groups(const Args& a, Lane& ln, int sub, unsigned (&key)[EPL]) {
-    int gidx[EPL];
-#pragma unroll
-    for (int i = 0; i < EPL; ++i) gidx[i] = expert_of(i, sub) / a.GS;
     unsigned gk[EPL];  // G <= E <= LANES*EPL, so EPL slots per lane hold every group
 #pragma unroll
     for (int q = 0; q < EPL; ++q) gk[q] = 0;
     for (int g = 0; g < a.G; ++g) {
       unsigned t1 = 0, t2 = 0;
+      // Group membership as a range test on the expert index, not a per-expert group array:
+      // that array stayed live through the whole kernel and cost every preset registers
+      // (an occupancy step on several shapes), though no preset takes this path.
+      const int off = expert_of(0, sub) - g * a.GS;
 #pragma unroll
       for (int i = 0; i < EPL; ++i)
-        if (gidx[i] == g) top2_insert(t1, t2, key[i]);
+        if (static_cast<unsigned>(off + expert_of(i, 0)) < static_cast<unsigned>(a.GS))
+          top2_insert(t1, t2, key[i]);
       span_top2<LANES>(ln, t1, t2, LANES);
       const unsigned gkey = order_key(group_value(a, t1, t2));
       const unsigned park = sub == g % LANES ? 1u << (g / LANES) : 0u;
@@ -395,7 +397,7 @@ struct RowKernel {
     }
 #pragma unroll
     for (int i = 0; i < EPL; ++i) {
-      const int g = gidx[i];
+      const int g = expert_of(i, sub) / a.GS;
       const unsigned m = ln.idx_u(kept, g % LANES, LANES);
       const int bit = g / LANES;
       if (bit >= 32 || !((m >> bit) & 1u)) key[i] = 0;
