@@ -310,6 +310,9 @@ struct RowKernel {
   // Ranks whose scores each lane keeps in registers: the first 32 ranks (all of them when a
   // lane holds the whole row).
   static constexpr int HELD = EPL < 32 / LANES ? EPL : 32 / LANES;
+  // Which top-k (select_writing or select_ranked): writing inside the loop pays only for the
+  // packed wide rows, several rows per warp with 16+ experts per lane (E >= 256).
+  static constexpr bool kWriteInLoop = LANES < 32 && EPL >= 16;
   using RawT = Raw<BYTES>;
 
   ROUTER_FN static int expert_of(int slot, int sub) { return (slot / V) * (LANES * V) + sub * V + slot % V; }
@@ -364,17 +367,19 @@ struct RowKernel {
   // memory.
   template <class Lane>
   ROUTER_FN static void any_groups(const Args& a, Lane& ln, int sub, unsigned (&key)[EPL]) {
-    int gidx[EPL];
-#pragma unroll
-    for (int i = 0; i < EPL; ++i) gidx[i] = expert_of(i, sub) / a.GS;
     unsigned gk[EPL];  // G <= E <= LANES*EPL, so EPL slots per lane hold every group
 #pragma unroll
     for (int q = 0; q < EPL; ++q) gk[q] = 0;
     for (int g = 0; g < a.G; ++g) {
       unsigned t1 = 0, t2 = 0;
+      // Group membership as a range test on the expert index, not a per-expert group array:
+      // that array stayed live through the whole kernel and cost every preset registers
+      // (an occupancy step on several shapes), though no preset takes this path.
+      const int off = expert_of(0, sub) - g * a.GS;
 #pragma unroll
       for (int i = 0; i < EPL; ++i)
-        if (gidx[i] == g) top2_insert(t1, t2, key[i]);
+        if (static_cast<unsigned>(off + expert_of(i, 0)) < static_cast<unsigned>(a.GS))
+          top2_insert(t1, t2, key[i]);
       span_top2<LANES>(ln, t1, t2, LANES);
       const unsigned gkey = order_key(group_value(a, t1, t2));
       const unsigned park = sub == g % LANES ? 1u << (g / LANES) : 0u;
@@ -392,7 +397,7 @@ struct RowKernel {
     }
 #pragma unroll
     for (int i = 0; i < EPL; ++i) {
-      const int g = gidx[i];
+      const int g = expert_of(i, sub) / a.GS;
       const unsigned m = ln.idx_u(kept, g % LANES, LANES);
       const int bit = g / LANES;
       if (bit >= 32 || !((m >> bit) & 1u)) key[i] = 0;
@@ -459,11 +464,62 @@ struct RowKernel {
     if (a.group_mode == kLaneGroups) lane_groups(a, ln, sub, key);
     else if (a.group_mode == kAnyGroups) any_groups(a, ln, sub, key);
 
-    // Selection. The winning lane writes the id at once; every lane of the group gets the
-    // winner's score, and lane r % LANES keeps the score of rank r (for r < HELD*LANES) until
-    // the renormalised scale is known. Later ranks are written unscaled and fixed after.
+    if constexpr (kWriteInLoop) select_writing(a, ln, sub, row, active, key, s);
+    else select_ranked(a, ln, sub, row, active, key, s);
+    if (!active) return;
+    const long long base = row * (a.k + a.S);
+    for (int q = sub; q < a.S; q += LANES) {
+      a.ids[base + a.k + q] = a.E + q;
+      a.weights[base + a.k + q] = 1.0f;
+    }
+  }
+
+  // Top-k for rows of up to 8 experts per lane (or a whole warp per row): the chosen keys
+  // become their rank + 1, and the ids and weights are written from the array after the loop.
+  // Cheaper here than carrying the score through every step of the loop, and fewer registers.
+  template <class Lane>
+  ROUTER_FN static void select_ranked(const Args& a, Lane& ln, int sub, long long row, bool active,
+                                      unsigned (&key)[EPL], const float (&s)[EPL]) {
+    for (int it = 0; it < a.k; ++it) {
+      unsigned bk;
+      int bs;
+      local_argmax<EPL>(key, 0u, bk, bs);
+      const unsigned mine = static_cast<unsigned>(expert_of(bs, sub));
+      unsigned win = mine;
+      row_argmax<LANES>(ln, bk, win);
+#pragma unroll
+      for (int i = 0; i < EPL; ++i)
+        if (win == mine && i == bs) key[i] = static_cast<unsigned>(it + 1);
+    }
     const unsigned k = static_cast<unsigned>(a.k);
-    const long long K = a.k + a.S, base = row * K;
+    float wsum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < EPL; ++i)
+      if (key[i] - 1u < k && !is_nan(s[i])) wsum += s[i];
+    wsum = row_sum<LANES>(ln, wsum);
+    const float scale = (a.renorm && wsum > 0.0f) ? a.rsf / wsum : a.rsf;
+    if (!active) return;
+    const long long base = row * (a.k + a.S);
+#pragma unroll
+    for (int i = 0; i < EPL; ++i) {
+      if (key[i] - 1u < k) {
+        const long long at = base + (key[i] - 1u);
+        a.ids[at] = expert_of(i, sub);
+        a.weights[at] = is_nan(s[i]) ? 0.0f : s[i] * scale;
+      }
+    }
+  }
+
+  // Top-k for packed wide rows. The winning lane writes the id at once; every lane of the group
+  // gets the winner's score, and lane r % LANES keeps the score of rank r (for r < HELD*LANES)
+  // until the renormalised scale is known. Later ranks are written unscaled and fixed after.
+  // With 16+ experts per lane, the pass over the array after the loop cost more than the
+  // score carried through each step.
+  template <class Lane>
+  ROUTER_FN static void select_writing(const Args& a, Lane& ln, int sub, long long row, bool active,
+                                       unsigned (&key)[EPL], const float (&s)[EPL]) {
+    const unsigned k = static_cast<unsigned>(a.k);
+    const long long base = row * (a.k + a.S);
     float held[HELD];
 #pragma unroll
     for (int j = 0; j < HELD; ++j) held[j] = 0.0f;
@@ -501,10 +557,6 @@ struct RowKernel {
       if (r < k) a.weights[base + r] = held[j] * scale;
     }
     for (unsigned r = HELD * LANES + sub; r < k; r += LANES) a.weights[base + r] *= scale;
-    for (int q = sub; q < a.S; q += LANES) {
-      a.ids[base + a.k + q] = a.E + q;
-      a.weights[base + a.k + q] = 1.0f;
-    }
   }
 
   // Rows warp*RPW + (lane/LANES), stepping by nwarps*RPW; the next row's logits are loaded
