@@ -365,3 +365,38 @@ TEST(ScriptsTargets, EveryShippedTargetIsAProblemTheCliAccepts) {
     }
   EXPECT_GE(n, 20);
 }
+
+// The Slurm recipe as a job array runs it: two shards started fresh (no journal yet), merged,
+// then one shard requeued, which continues its journal and measures nothing twice.
+TEST(ScriptsCluster, SlurmRecipeRunsFreshMergesAndResumesARequeuedShard) {
+  const fs::path dir = temp_dir("slurm");
+  const std::string recipe = quote(kSource / "scripts" / "cluster" / "slurm-sweep.sh");
+  auto task = [&](int i) {
+    return sh("cd " + quote(dir) + " && SLURM_ARRAY_TASK_COUNT=2 SLURM_ARRAY_TASK_ID=" + std::to_string(i) +
+              " MOEBENCH=" + quote(MOEBENCH_EXE) + " MOEBENCH_FAMILY=router bash " + recipe +
+              " qwen3-30b-a3b --backend cpu --tokens 1,2,4,8 --tables none");
+  };
+  for (int i = 0; i < 2; ++i) {
+    const Proc r = task(i);
+    ASSERT_EQ(r.code, 0) << "shard " << i << " on its first run:\n" << r.out;
+    EXPECT_TRUE(fs::exists(dir / "results" / "qwen3-30b-a3b" / ("shard-" + std::to_string(i) + "-of-2") / "journal.jsonl"));
+  }
+  const fs::path shards = dir / "results" / "qwen3-30b-a3b";
+  const Proc m = sh(std::string(MOEBENCH_EXE) + " merge " + quote(shards / "shard-0-of-2") + " " +
+                    quote(shards / "shard-1-of-2") + " --out " + quote(dir / "merged") + " --tables " +
+                    quote(dir / "tables"));
+  ASSERT_EQ(m.code, 0) << m.out;
+  const std::string merged = slurp(dir / "merged" / "results.json");
+  for (const char* t : {"\"tokens\": 1", "\"tokens\": 2", "\"tokens\": 4", "\"tokens\": 8"})
+    EXPECT_NE(merged.find(t), std::string::npos) << t << " missing from the merged results";
+
+  const fs::path journal = shards / "shard-0-of-2" / "journal.jsonl";
+  const std::size_t before = slurp(journal).size();
+  const Proc again = task(0);  // requeued: the journal exists, so the recipe resumes it
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("resumed"), std::string::npos) << again.out;
+  const std::string after = slurp(journal);
+  EXPECT_EQ(after.substr(before).find("\"cand_index\""), std::string::npos)
+      << "a resumed shard re-measured a candidate:\n" << after.substr(before);
+  fs::remove_all(dir);
+}
