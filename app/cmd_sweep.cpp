@@ -170,6 +170,13 @@ void run(const SweepArgs& a) {
                  a.tables.empty() ? " (the default: $MOEBENCH_CONFIG_DIR, else ./configs; choose with --tables DIR)" : "");
   }
   std::fflush(stdout);
+  if (!out.interrupted && !out.failed_points.empty()) {
+    // A row in the summary is easy to miss in CI: points that could not run fail the command.
+    fmt::print(stderr, "moebench: error: {} of {} points could not run, e.g. {}\n", out.failed_points.size(),
+               out.points_done, out.failed_points.front());
+    std::fflush(stderr);
+    throw CLI::RuntimeError(1);
+  }
   if (out.interrupted) {
     fmt::print(stderr, "interrupted: resume with: {}\n", o.resume_hint);
     throw CLI::RuntimeError(130);

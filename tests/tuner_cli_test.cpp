@@ -251,11 +251,12 @@ TEST(TunerCli, SweepReplaysCapturedRoutingAndZipf) {
   s = run("sweep router --model qwen3-30b-a3b --tokens 4 --budget 2 --dist zipf --out " + (d / "b").string() +
           " --tables none" + kFast);
   ASSERT_EQ(s.code, 0) << s.err;
-  // Captured logits for another expert count: the point fails with the reason, the sweep does not.
+  // Captured logits for another expert count: the point fails with the reason, the results are
+  // still written, and the sweep exits 1 saying so.
   moe::write_npy((d / "bad.npy").string(), moe::Tensor(moe::DType::f32, {8, 7}));
   s = run("sweep router --model qwen3-30b-a3b --tokens 4 --dist " + (d / "bad.npy").string() + " --out " +
           (d / "c").string() + " --tables none" + kFast);
-  ASSERT_EQ(s.code, 0) << s.err;
+  ASSERT_EQ(s.code, 1) << s.err;
   const json bad = read_results((d / "c").string());
   ASSERT_EQ(bad["points"].size(), 1u);
   EXPECT_NE(bad["points"][0].value("error", "").find("128"), std::string::npos) << bad["points"][0].dump();
@@ -272,6 +273,27 @@ TEST(TunerCli, ClearErrors) {
   r = run("worker");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("started by `moebench sweep`"), std::string::npos) << r.err;
+}
+
+// A point that cannot run is a row in the summary and makes the sweep fail, so CI notices;
+// the points that did run still write their results.
+TEST(TunerCli, PointsThatCouldNotRunFailTheSweep) {
+  const fs::path out = fs::temp_directory_path() / ("moebench-nopoint-" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  CliRun r = run("sweep router --backend cpu --tokens 4,1000000000 --tables none --progress plain --out " + out.string());
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("1 of 2 points could not run"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("out of range"), std::string::npos) << r.err;
+  const json res = json::parse(slurp(out / "results.json"));
+  bool timed = false;
+  for (auto& rec : res["records"]) timed = timed || (rec.value("tokens", 0) == 4 && rec.value("status", "") == "ok");
+  EXPECT_TRUE(timed) << "the point that could run was measured";
+  fs::remove_all(out);
+  r = run("sweep router --backend cpu --tokens 4 --dist /nonexistent-moebench.npy --tables none --progress plain --out " +
+          out.string());
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("nonexistent-moebench.npy"), std::string::npos) << r.err;
+  fs::remove_all(out);
 }
 
 namespace {

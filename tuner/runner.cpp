@@ -359,6 +359,7 @@ SweepOutcome run_sweep(const SweepOptions& o) {
   for (auto& p : out.results["points"]) {
     ++out.points_done;
     out.timed += p.value("evaluated", 0);
+    if (p.contains("error")) out.failed_points.push_back(p.value("point", std::string("?")) + ": " + p.value("error", ""));
   }
   return out;
 }

@@ -53,6 +53,9 @@ struct SweepOutcome {
   double wall_s = 0;
   std::string journal_path, results_path, csv_path, summary_path;
   std::vector<std::string> tables;
+  // Points that could not run at all (the problem refused, the inputs unreadable, preparation
+  // failed): "point: reason", so the command can say so and exit non-zero.
+  std::vector<std::string> failed_points;
   std::string summary_md;
   json results;
 };
