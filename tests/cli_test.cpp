@@ -1,6 +1,8 @@
 // The moebench binary as a user meets it: exit codes and one-line errors.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -88,6 +90,17 @@ TEST(Cli, CorruptNpyInputIsOneLineAndNonZero) {
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.out.find(f), std::string::npos) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+// A FIFO would block open() forever: it is refused before it is opened (no hang, exit 2).
+TEST(Cli, FifoInputIsRefusedNotWaitedOn) {
+  const std::string dir = tmpdir("fifo");
+  const std::string fifo = dir + "/ids.npy";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto r = sh("run dispatch --backend cpu --tokens 4 --input ids=" + fifo);  // the test's timeout guards a hang
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("not a regular file"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Cli, InputNameMustBeAFamilyInput) {
