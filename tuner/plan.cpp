@@ -7,6 +7,7 @@
 #include "moe/error.hpp"
 #include "tuner/harness.hpp"
 #include "tuner/json_io.hpp"
+#include "tuner/point_cost.hpp"
 
 namespace moe::tuner {
 
@@ -21,10 +22,25 @@ std::string fingerprint_of(const std::string& text) {
   return buf;
 }
 
-std::vector<int> shard_points(int n, int index, int count) {
+std::vector<int> shard_points(const std::vector<double>& costs, int index, int count) {
   if (count < 1 || index < 0 || index >= count) throw Error("shard " + std::to_string(index) + "/" + std::to_string(count) + " is out of range");
+  // Longest first, each to the least loaded shard (ties dealt round-robin, in point order):
+  // no shard ends more than one point's cost above another, and the result is a function of
+  // the costs alone, so every shard computes the same partition.
+  std::vector<int> order(costs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return costs[a] > costs[b]; });
+  std::vector<double> load(static_cast<std::size_t>(count), 0.0);
   std::vector<int> r;
-  for (int i = index; i < n; i += count) r.push_back(i);
+  for (std::size_t n = 0; n < order.size(); ++n) {
+    // Equal costs (zero for points that cannot run) are dealt round-robin, not all to shard 0.
+    int to = static_cast<int>(n % static_cast<std::size_t>(count));
+    for (int s = 0; s < count; ++s)
+      if (load[s] < load[to]) to = s;
+    load[to] += costs[order[n]];
+    if (to == index) r.push_back(order[n]);
+  }
+  std::sort(r.begin(), r.end());
   return r;
 }
 
@@ -131,6 +147,7 @@ Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64
         pt.skip = e.what();
         pt.candidates.clear();
       }
+      pt.estimate_s = estimated_point_seconds(pt, backend);
       canon += pt.key + (pt.skip.empty() ? "" : " skip") + "\n";
       for (auto& c : pt.candidates) canon += "  " + c.key + (c.is_default ? " *" : "") + "\n";
       plan.total_candidates += static_cast<int>(pt.candidates.size());

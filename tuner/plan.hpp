@@ -42,6 +42,7 @@ struct PlanPoint {
   std::string key;    // "<family>/<problem.str()>"
   std::string label;  // short, for progress lines
   std::vector<Candidate> candidates;
+  double estimate_s = 0;  // expected sweep time (tuner/point_cost.hpp); 0 when it cannot run
   std::string skip;  // why the point cannot run (the family rejects the problem); no candidates then
   // Units with `resolve`: candidate key -> the explicit config it runs with. Filled by the
   // runner when the tables the unit depends on are written; not part of the fingerprint.
@@ -59,9 +60,10 @@ struct Plan {
 Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64_t>& tokens, Backend backend,
                const DeviceInfo& dev, const std::string& space);
 
-// Indices of the points shard `index` of `count` runs: every count-th point, so shards are
-// disjoint, together complete, and balanced across families and token counts.
-std::vector<int> shard_points(int n_points, int index, int count);
+// Indices (ascending) of the points shard `index` of `count` runs, given each point's expected
+// cost: shards are disjoint, together complete, and of equal expected time within the largest
+// point's cost.
+std::vector<int> shard_points(const std::vector<double>& costs, int index, int count);
 
 // FNV-1a 64 as 16 hex digits: stable across builds and machines.
 std::string fingerprint_of(const std::string& text);

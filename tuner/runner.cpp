@@ -286,7 +286,9 @@ SweepOutcome run_sweep(const SweepOptions& o) {
     s.dev = cpu_device_info(o.threads);
   }
   s.plan = make_plan(o.units, o.tokens, o.backend, s.dev, o.space);
-  s.mine = shard_points(static_cast<int>(s.plan.points.size()), o.shard.index, o.shard.count);
+  std::vector<double> costs;
+  for (const PlanPoint& p : s.plan.points) costs.push_back(p.estimate_s);
+  s.mine = shard_points(costs, o.shard.index, o.shard.count);
   {
     const auto independent = [&](int i) { return !o.units[s.plan.points[i].unit].resolve; };
     std::stable_partition(s.mine.begin(), s.mine.end(), independent);

@@ -185,6 +185,19 @@ Cost cost(const Params& p, const TensorMap& in) {
   return c;
 }
 
+// cost() with every slot carrying a weight.
+Cost estimate(const Params& p) {
+  const CombineSpec s = CombineSpec::parse(p);
+  const double es = static_cast<double>(dtype_size(s.dtype)), os = static_cast<double>(dtype_size(s.out_dtype));
+  const double slots = static_cast<double>(s.slots()), TD = static_cast<double>(s.T) * static_cast<double>(s.D);
+  Cost c{es * slots * static_cast<double>(s.D) + 4.0 * slots * (s.dense ? 1 : 2) + os * TD, 2.0 * slots * static_cast<double>(s.D)};
+  if (s.rmsnorm) {
+    c.bytes += es * (2.0 * TD + static_cast<double>(s.D));
+    c.flops += 5.0 * TD;
+  }
+  return c;
+}
+
 }  // namespace
 
 const FamilyDesc& combine_family() {
@@ -230,6 +243,7 @@ const FamilyDesc& combine_family() {
     };
     f.validate = validate;
     f.cost = cost;
+    f.estimate = estimate;
     f.backends = {combine_cpu_backend(), combine_cuda_backend()};
     return f;
   }();

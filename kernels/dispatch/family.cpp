@@ -1,6 +1,8 @@
 // The dispatch family: align + ragged gather with top-k fan-out (DESIGN.md 1.2).
 #include "dispatch/family.hpp"
 
+#include <algorithm>
+
 #include "common/problem_params.hpp"
 #include "common/routing_gen.hpp"
 #include "common/validate.hpp"
@@ -64,6 +66,18 @@ Cost cost(const Params& p, const TensorMap& in) {
   return c;
 }
 
+// cost() with uniform routing: a slot is local with probability local/E_total, and half an
+// alignment block of padding per local expert.
+Cost estimate(const Params& p) {
+  const DispatchSpec s = DispatchSpec::parse(p);
+  const double routed = static_cast<double>(s.slots()) * static_cast<double>(s.local()) / static_cast<double>(s.E_total);
+  const double R = std::min(static_cast<double>(s.max_rows()), routed + 0.5 * static_cast<double>(s.local() * (s.A - 1)));
+  const double es = static_cast<double>(dtype_size(s.dtype));
+  return Cost{4.0 * (2.0 * static_cast<double>(s.slots()) + R + static_cast<double>(s.local()) + 1) +
+                  es * static_cast<double>(s.D) * (routed + R),
+              0};
+}
+
 }  // namespace
 
 const FamilyDesc& dispatch_family() {
@@ -99,6 +113,7 @@ const FamilyDesc& dispatch_family() {
       return make_validation(std::move(checks));
     };
     f.cost = cost;
+    f.estimate = estimate;
     f.backends = {dispatch_cpu_backend(), dispatch_cuda_backend()};
     return f;
   }();

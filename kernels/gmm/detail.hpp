@@ -32,6 +32,8 @@ void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every
 // validate.cpp
 Validation validate(const GmmSpec& s, const TensorMap& in, const TensorMap& got, const TensorMap& ref);
 Cost cost(const GmmSpec& s, const TensorMap& in);
+// cost() before the inputs exist, routing taken as uniform.
+Cost estimate(const GmmSpec& s);
 
 BackendImpl cpu_backend();
 BackendImpl cuda_backend();

@@ -103,6 +103,7 @@ const FamilyDesc& gmm_family() {
       return gmm::validate(GmmSpec::parse(p), in, got, ref);
     };
     f.cost = [](const Params& p, const TensorMap& in) { return gmm::cost(GmmSpec::parse(p), in); };
+    f.estimate = [](const Params& p) { return gmm::estimate(GmmSpec::parse(p)); };
     f.footprint = [](const Params& p) {
       const GmmSpec s = GmmSpec::parse(p);
       const GmmMemory m = gmm_host_memory(s);

@@ -122,4 +122,17 @@ Cost cost(const GmmSpec& s, const TensorMap& in) {
   return c;
 }
 
+Cost estimate(const GmmSpec& s) {
+  // Uniform routing: a token's slots land on local experts in proportion to their share.
+  const double es = static_cast<double>(s.elem_bytes());
+  const double rows = std::min(static_cast<double>(s.max_rows()), static_cast<double>(s.tokens) * static_cast<double>(s.slots()) *
+                                                                     static_cast<double>(s.e_local()) / static_cast<double>(s.e_total()));
+  const double active = std::min(static_cast<double>(s.e_local()), std::ceil(rows));
+  Cost c;
+  c.flops = 2.0 * rows * static_cast<double>(s.k_dim()) * static_cast<double>(s.n_w());
+  c.bytes = active * static_cast<double>(s.weight_bytes_per_expert()) +
+            rows * static_cast<double>(s.k_dim() + s.n_out()) * es;
+  return c;
+}
+
 }  // namespace moe::gmm

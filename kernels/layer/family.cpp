@@ -282,6 +282,15 @@ FamilyDesc make_layer() {
     c.flops = 2.0 * T * K * D * 3.0 * I;
     return c;
   };
+  f.estimate = [](const Params& L) {
+    Cost c;
+    for (const Stage& s : layer_stages(L)) {
+      const Cost st = family(s.family).estimate(s.problem);
+      c.bytes += st.bytes;
+      c.flops += st.flops;
+    }
+    return c;
+  };
   f.backends.push_back(layer_backend(Backend::cpu));
   if (router_family().backend(Backend::cuda) && dispatch_family().backend(Backend::cuda) &&
       gmm_family().backend(Backend::cuda) && combine_family().backend(Backend::cuda))

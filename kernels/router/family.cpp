@@ -84,6 +84,7 @@ const FamilyDesc& router_family() {
       return router::validate(RouterSpec::from(p), in, got, ref);
     };
     f.cost = cost;
+    f.estimate = [](const Params& p) { return cost(p, TensorMap{}); };
     f.backends = {router::cpu_backend(), router::cuda_backend()};
     return f;
   }();

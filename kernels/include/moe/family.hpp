@@ -132,6 +132,9 @@ struct FamilyDesc {
       validate;
   std::function<Cost(const Params&, const TensorMap& in)> cost;
   std::function<Footprint(const Params&)> footprint;
+  // The cost of a call before any input exists, routing taken as uniform: a sweep splits its
+  // points into shards of equal expected time with it. Must be cheap (no tensors).
+  std::function<Cost(const Params&)> estimate;
   std::vector<BackendImpl> backends;
 
   const BackendImpl* backend(Backend b) const;

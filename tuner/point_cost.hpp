@@ -1,0 +1,15 @@
+#pragma once
+// What a sweep point is expected to cost, known from the plan alone (no inputs, no timing):
+// shards are cut to equal expected time with it.
+#include "moe/family.hpp"
+
+namespace moe::tuner {
+
+struct PlanPoint;
+
+// Seconds, from nominal rates of the backend; only ratios between points are meant. It
+// depends on the point and the backend only, so every shard of a sweep (and a resumed one)
+// computes the same figures and so the same partition.
+double estimated_point_seconds(const PlanPoint& p, Backend backend);
+
+}  // namespace moe::tuner
