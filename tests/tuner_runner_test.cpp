@@ -356,6 +356,57 @@ TEST(TunerRunner, ShardsAreDisjointCompleteAndMerge) {
   fs::remove_all(d);
 }
 
+// The journal a worker killed while preparing a point leaves: that point ended in an error,
+// with no prep or eval lines. Resuming measures it again, and the new outcome must replace the
+// error everywhere: results, summary, the table, and a merge of the shard.
+TEST(TunerRunner, ResumeReplacesAPointWhosePreparationCrashed) {
+  const fs::path d = temp_dir("runner-prep-crash");
+  SweepOptions o = options(d, scale_problem(256), {1, 32});
+  run_sweep(o);
+  const fs::path jpath = d / "journal.jsonl";
+  const JournalContents done = read_journal(jpath.string());
+  std::string victim;
+  json point_line;
+  for (auto& l : done.lines)
+    if (l.value("type", "") == "point" && l.value("tokens", 0) == 32) point_line = l;
+  ASSERT_TRUE(point_line.is_object());
+  victim = point_line["point"].get<std::string>();
+  {
+    std::ifstream in(jpath);
+    std::vector<std::string> keep;
+    for (std::string line; std::getline(in, line);)
+      if (line.find(json(victim).dump()) == std::string::npos) keep.push_back(line);
+    json crashed = point_line;
+    for (const char* k : {"winner", "runner_up", "default", "rounds", "budget_hit"}) crashed.erase(k);
+    crashed["evaluated"] = 0;
+    crashed["error"] = "preparing the problem: the worker died (signal 9)";
+    keep.push_back(crashed.dump());
+    std::ofstream out(jpath, std::ios::trunc);
+    for (auto& line : keep) out << line << "\n";
+  }
+  fs::remove_all(d / "tables");
+
+  o.resume = true;
+  const SweepOutcome out = run_sweep(o);
+  EXPECT_TRUE(out.failed_points.empty()) << out.failed_points.front();
+  ASSERT_EQ(out.results["points"].size(), 2u);
+  for (auto& p : out.results["points"]) {
+    EXPECT_FALSE(p.contains("error")) << p.dump();
+    EXPECT_TRUE(p.contains("winner")) << p.dump();
+  }
+  EXPECT_EQ(out.summary_md.find("worker died"), std::string::npos) << out.summary_md;
+  ASSERT_EQ(out.tables.size(), 1u);
+  EXPECT_EQ(moe::runtime::load_table(out.tables[0]).entries.size(), 2u);
+  // The repaired journal also merges into the repaired outcome.
+  const MergeOutcome m = merge_sweeps({d.string()}, (d / "merged").string(), "");
+  for (auto& p : m.results["points"]) EXPECT_FALSE(p.contains("error")) << p.dump();
+  // Resuming again changes nothing: the point is not journaled a third time.
+  const std::size_t lines = read_journal(jpath.string()).lines.size();
+  run_sweep(o);
+  EXPECT_EQ(read_journal(jpath.string()).lines.size(), lines);
+  fs::remove_all(d);
+}
+
 TEST(TunerRunner, SpaceFileBudgetAndSkippedPoints) {
   const fs::path d = temp_dir("runner-space");
   const fs::path space = d / "space.json";

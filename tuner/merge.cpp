@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "moe/error.hpp"
@@ -42,7 +43,7 @@ MergeOutcome merge_sweeps(const std::vector<std::string>& inputs, const std::str
   if (!tables_dir.empty()) check_tables_dir(tables_dir, "--tables");
   MergeOutcome out;
   JournalContents merged;
-  std::set<std::string> seen;
+  std::map<std::string, std::size_t> seen;  // line key -> its place in the merged journal
   std::set<int> shards;
   int shard_count = 1;
   double wall_s = 0;  // shards run side by side: the slowest is the merged wall time
@@ -85,11 +86,15 @@ MergeOutcome merge_sweeps(const std::vector<std::string>& inputs, const std::str
     shards.insert(j.header.value("shard", json::object()).value("index", 0));
     ++out.inputs;
     for (auto& l : j.lines) {
-      if (!seen.insert(line_key(l)).second) {
-        ++out.duplicates;
+      const auto [it, fresh] = seen.emplace(line_key(l), merged.lines.size());
+      if (fresh) {
+        merged.lines.push_back(l);
         continue;
       }
-      merged.lines.push_back(l);
+      ++out.duplicates;
+      // A point that ended in an error and was measured again on resume: the outcome wins.
+      json& kept = merged.lines[it->second];
+      if (l.value("type", "") == "point" && kept.contains("error") && !l.contains("error")) kept = l;
     }
   }
   for (int i = 0; i < shard_count; ++i)

@@ -123,7 +123,11 @@ void finish_point(SweepState& s, int slot, PlanPoint& pt, const SearchResult* r,
     line["error"] = error;
     best = "error: " + error;
   }
-  if (!s.has(s.cache_point, pt.key)) s.record(s.cache_point, pt.key, line);
+  // A resumed point is journaled again only when the earlier run ended it in an error (a worker
+  // killed while preparing, say) and this run ended differently: the reader keeps a point's last
+  // line, so the new outcome replaces the old error.
+  const json old = s.get(s.cache_point, pt.key);
+  if (old.is_null() || (old.contains("error") && old != line)) s.record(s.cache_point, pt.key, line);
   int unvisited = 0;
   for (auto& c : pt.candidates) unvisited += c.rounds == 0 ? 1 : 0;
   s.progress->point_finished(slot, pt.label, best, best_us, evaluated, static_cast<int>(pt.candidates.size()), unvisited);
