@@ -2,7 +2,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "temp_dirs.hpp"
@@ -92,6 +94,63 @@ TEST(TunerLookup, ExactNearestAndDefault) {
       << c.warning;
   fs::remove_all(d);
   fs::remove_all(empty);
+}
+
+// A table copied or renamed to another problem's path must not configure that problem.
+TEST(TunerLookup, ATableContradictingItsPathIsPassedOver) {
+  const fs::path d = temp_dir("lookup-contradict");
+  const std::string path = write_table(d);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const fs::path good = temp_dir("lookup-contradict-later");
+  write_table(good);
+  for (const std::string& lie : {std::string(R"("kernel": "router")"),
+                                 std::string(R"("kernel": "scale", "problem_key": "width=128")")}) {
+    std::ofstream(path) << std::regex_replace(text, std::regex(R"("kernel": "scale")"), lie);
+    const Choice c = choose(64, d);
+    EXPECT_EQ(c.how, Match::fallback) << lie;
+    EXPECT_EQ(c.config.i("tile"), 16) << "the family's default, not the table's entry";
+    EXPECT_NE(c.warning.find("not what its path names"), std::string::npos) << c.warning;
+    // A later folder's good table is used instead.
+    const Choice later = choose_config(moe::testing::scale_family(), Backend::cpu, problem(64), cpu_device_info(1),
+                                       {d.string(), good.string()}, true);
+    EXPECT_EQ(later.how, Match::exact) << lie;
+    EXPECT_EQ(later.config.i("tile"), 64);
+  }
+  std::ofstream(path) << text;  // restored: used again
+  EXPECT_EQ(choose(64, d).how, Match::exact);
+  fs::remove_all(good);
+  fs::remove_all(d);
+}
+
+// Where `moebench sweep` writes by default (./configs) is where lookup looks first.
+TEST(TunerLookup, DefaultDirectoriesFollowTheSweepsDefault) {
+  const fs::path d = temp_dir("lookup-default-dirs");
+  const fs::path cwd = fs::current_path();
+  const char* env = std::getenv("MOEBENCH_CONFIG_DIR");
+  const std::string saved = env ? env : "";
+  ::unsetenv("MOEBENCH_CONFIG_DIR");
+  fs::current_path(d);
+  const std::vector<std::string> none = default_table_dirs();
+  ASSERT_EQ(none.size(), 1u);  // the shipped tables alone
+  EXPECT_NE(none[0], "configs");
+  fs::create_directories(d / "configs");
+  const std::vector<std::string> with = default_table_dirs();
+  ASSERT_EQ(with.size(), 2u);
+  EXPECT_EQ(with[0], "configs");
+  EXPECT_EQ(with[1], none[0]);
+  write_table(d / "configs");
+  EXPECT_EQ(choose_config(moe::testing::scale_family(), Backend::cpu, problem(64), cpu_device_info(1),
+                          default_table_dirs(), true)
+                .how,
+            Match::exact);
+  ::setenv("MOEBENCH_CONFIG_DIR", "/x/a:/x/b", 1);
+  EXPECT_EQ(default_table_dirs(), (std::vector<std::string>{"/x/a", "/x/b"}));
+  fs::current_path(cwd);
+  if (env) ::setenv("MOEBENCH_CONFIG_DIR", saved.c_str(), 1);
+  else ::unsetenv("MOEBENCH_CONFIG_DIR");
+  fs::remove_all(d);
 }
 
 TEST(TunerLookup, WarnsOncePerMissingTable) {

@@ -58,9 +58,13 @@ std::vector<std::string> default_table_dirs() {
     }
     if (!dirs.empty()) return dirs;
   }
+  // ./configs is where `moebench sweep` writes by default, so what a user just tuned is found
+  // first; the shipped tables come after it.
   std::error_code ec;
-  if (fs::is_directory(MOEBENCH_SOURCE_CONFIG_DIR, ec)) dirs.push_back(MOEBENCH_SOURCE_CONFIG_DIR);
-  else dirs.push_back(MOEBENCH_CONFIG_INSTALL_DIR);
+  const std::string shipped =
+      fs::is_directory(MOEBENCH_SOURCE_CONFIG_DIR, ec) ? MOEBENCH_SOURCE_CONFIG_DIR : MOEBENCH_CONFIG_INSTALL_DIR;
+  if (fs::is_directory("configs", ec) && !fs::equivalent("configs", shipped, ec)) dirs.push_back("configs");
+  dirs.push_back(shipped);
   return dirs;
 }
 

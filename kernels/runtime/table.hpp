@@ -42,7 +42,8 @@ std::string problem_key(const Params& problem);
 // <dir>/<device>/<kernel>/<problem key>.json
 std::string table_path(const std::string& dir, const std::string& device, const std::string& kernel,
                        const std::string& problem_key);
-// Where tables are looked for, first first: $MOEBENCH_CONFIG_DIR (':'-separated), else the source
+// Where tables are looked for, first first: $MOEBENCH_CONFIG_DIR (':'-separated) alone when set;
+// else ./configs (sweep's default --tables) when it exists, then the shipped tables: the source
 // tree's configs/ when it exists, else the installed share/moebench/configs.
 std::vector<std::string> default_table_dirs();
 
