@@ -296,6 +296,28 @@ TEST(TunerCli, PointsThatCouldNotRunFailTheSweep) {
   fs::remove_all(out);
 }
 
+// An unwritable --tables is refused at the start (exit 2), before any point is measured; so is
+// `merge --out` naming one of its inputs.
+TEST(TunerCli, TablesAndMergeOutputsAreCheckedFirst) {
+  const fs::path out = fs::temp_directory_path() / ("moebench-tables-check-" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  fs::create_directories(out);
+  std::ofstream(out / "a-file") << "x";
+  CliRun r = run("sweep router --backend cpu --tokens 4 --progress plain --tables " + (out / "a-file").string() +
+                 " --out " + (out / "sweep").string());
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("not a directory"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out / "sweep" / "journal.jsonl")) << "nothing is measured before the check";
+  r = run("sweep router --backend cpu --tokens 4 --progress plain --tables none --out " + (out / "s").string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const std::string before = slurp(out / "s" / "journal.jsonl");
+  r = run("merge " + (out / "s").string() + " --out " + (out / "s").string());
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("is the input"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(out / "s" / "journal.jsonl"), before) << "the shard's journal is untouched";
+  fs::remove_all(out);
+}
+
 namespace {
 
 // Every stage of every moe-layer record ran the entry of the table it names, and that table is

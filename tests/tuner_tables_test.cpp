@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -12,6 +13,7 @@
 #include "tuner/report.hpp"
 #include "tuner/results.hpp"
 #include "tuner/tables.hpp"
+#include "tuner/tables_dir.hpp"
 
 using namespace moe::tuner;
 namespace fs = std::filesystem;
@@ -159,5 +161,42 @@ TEST(TunerTables, ConcurrentWritersLoseNoEntry) {
   }
   const auto t = moe::runtime::load_table(moe::runtime::table_path(d.string(), "cpu", "scale", "width=64"));
   EXPECT_EQ(t.entries.size(), static_cast<std::size_t>(kProcs * kEach));
+  fs::remove_all(d);
+}
+
+// A --tables that cannot be written is refused before any measuring, with what to do.
+TEST(TunerTables, TablesDirIsCheckedBeforeSweeping) {
+  const fs::path d = temp_dir("tables-dir-check");
+  auto refusal = [](const std::string& dir) {
+    try {
+      check_tables_dir(dir, "--tables");
+    } catch (const moe::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // Missing folders are made; nothing is left behind by the probe.
+  const fs::path fresh = d / "a" / "b";
+  EXPECT_EQ(refusal(fresh.string()), "");
+  EXPECT_TRUE(fs::is_directory(fresh));
+  EXPECT_TRUE(fs::is_empty(fresh));
+  // A file in the way, or under the path.
+  std::ofstream(d / "file") << "x";
+  const std::string on_file = refusal((d / "file").string());
+  EXPECT_NE(on_file.find("not a directory"), std::string::npos) << on_file;
+  EXPECT_NE(on_file.find("--tables none"), std::string::npos) << on_file;
+  const std::string under_file = refusal((d / "file" / "sub").string());
+  EXPECT_NE(under_file.find("cannot create it"), std::string::npos) << under_file;
+  // Read-only: /proc refuses even root.
+  const std::string ro = refusal("/proc/moebench-tables");
+  EXPECT_NE(ro.find("--tables /proc/moebench-tables"), std::string::npos) << ro;
+  // The default follows $MOEBENCH_CONFIG_DIR's first folder, else ./configs.
+  const char* env = std::getenv("MOEBENCH_CONFIG_DIR");
+  const std::string saved = env ? env : "";
+  ::setenv("MOEBENCH_CONFIG_DIR", "/x/first:/x/second", 1);
+  EXPECT_EQ(default_tables_dir(), "/x/first");
+  ::unsetenv("MOEBENCH_CONFIG_DIR");
+  EXPECT_EQ(default_tables_dir(), "configs");
+  if (env) ::setenv("MOEBENCH_CONFIG_DIR", saved.c_str(), 1);
   fs::remove_all(d);
 }
