@@ -131,6 +131,42 @@ TEST(ScriptsPlot, NamesTheProblemsOfOneFamilyAndPicksTheNearestTokenCount) {
   fs::remove_all(out);
 }
 
+// The "chosen config" series is the config each point chose, what the tables hold: at 1 token a
+// candidate dropped in an early halving round reads faster on its few samples than the winner;
+// at 2 tokens the winner was within noise of the default, so the default was kept.
+TEST(ScriptsPlot, ChosenSeriesIsTheSweepsChoiceNotTheLowestMedian) {
+  const fs::path out = temp_dir("plot-chosen");
+  auto record = [](int tokens, const std::string& key, double median, int n, bool is_default) {
+    return json{{"kernel", "scale"}, {"problem_key", "width=64"}, {"problem", {{"width", 64}}}, {"tokens", tokens},
+                {"config_key", key}, {"is_default", is_default}, {"status", "ok"},
+                {"stats", {{"median_us", median}, {"q1_us", median}, {"q3_us", median}, {"n", n}}}};
+  };
+  auto point = [](int tokens, const std::string& chosen) {
+    return json{{"kernel", "scale"}, {"problem_key", "width=64"}, {"tokens", tokens}, {"chosen", {{"config_key", chosen}}}};
+  };
+  json results = {{"schema", "moebench/results@1"}, {"meta", {{"device", "cpu: test"}, {"backend", "cpu"}}}};
+  results["records"] = {record(1, "tile=16", 12, 40, true), record(1, "tile=4", 10, 40, false),
+                        record(1, "tile=64", 9, 3, false),  record(2, "tile=16", 10.05, 40, true),
+                        record(2, "tile=4", 10, 40, false), record(2, "tile=64", 15, 3, false)};
+  results["points"] = {point(1, "tile=4"), point(2, "tile=16")};
+  std::ofstream(out / "results.json") << results.dump();
+  std::ofstream(out / "chosen.py") << R"(import json, sys
+sys.path.insert(0, sys.argv[1])
+import plot
+g = plot.group_records(json.load(open(sys.argv[2])))[("scale", "width=64")]
+print(" ".join(f"{t}:{g.best_and_default(t)[0]['config_key']}" for t in (1, 2)))
+)";
+  const Proc r = sh("python3 " + quote(out / "chosen.py") + " " + quote(kSource / "scripts") + " " + quote(out / "results.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "1:tile=4 2:tile=16\n");
+  if (have_matplotlib()) {
+    const Proc p = plot(out / "results.json", out / "pngs");
+    EXPECT_EQ(p.code, 0) << p.out;
+    expect_png(out / "pngs" / "time-scale.png");
+  }
+  fs::remove_all(out);
+}
+
 TEST(ScriptsPlot, RefusesAFileThatIsNotResults) {
   NEED_MATPLOTLIB();
   const fs::path out = temp_dir("plot-bad");
