@@ -137,7 +137,7 @@ TEST(TunerRunner, SweepWritesResultsJournalTablesAndLookupReadsThem) {
     EXPECT_GT(r["stats"]["median_us"].get<double>(), 0);
     EXPECT_LE(r["stats"]["q1_us"].get<double>(), r["stats"]["median_us"].get<double>());
     EXPECT_GT(r["gbps"].get<double>(), 0);
-    EXPECT_TRUE(r.contains("pct_peak"));
+    EXPECT_FALSE(r.contains("pct_peak")) << "a cpu's memory copy is no peak";
   }
   ASSERT_EQ(res["points"].size(), 2u);
   for (auto& p : res["points"]) {
@@ -203,6 +203,12 @@ TEST(TunerRunner, IsolatesCrashesHangsAndWrongOutput) {
   ASSERT_EQ(res["points"].size(), 1u);
   const json& p = res["points"][0];
   EXPECT_EQ(p["evaluated"], 9);
+  // Timed: the five that ran correctly; the crash, hang, throw and wrong one were not.
+  EXPECT_EQ(p["timed"], 5);
+  EXPECT_EQ(p["not_usable"], 4);
+  EXPECT_EQ(out.timed, 5);
+  EXPECT_NE(out.summary_md.find("5 of 9 candidates timed"), std::string::npos) << out.summary_md;
+  EXPECT_NE(out.summary_md.find("| 5/9 | 4 |"), std::string::npos) << out.summary_md;
   EXPECT_NE(p["winner"]["config_key"].get<std::string>().find("behave=normal"), std::string::npos);
   EXPECT_NE(out.summary_md.find("not usable"), std::string::npos);
   fs::remove_all(d);

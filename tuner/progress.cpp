@@ -95,16 +95,16 @@ void Progress::candidate_finished(int dev, const std::string& status, double med
   redraw(false);
 }
 
-void Progress::point_finished(int dev, const std::string& point, const std::string& best, double best_us, int evaluated,
+void Progress::point_finished(int dev, const std::string& point, const std::string& best, double best_us, int timed,
                               int total, int unvisited) {
   std::lock_guard lock(mu_);
   done_cands_ += unvisited;
   ++done_points_;
   event({{"event", "point"}, {"device", dev}, {"point", point}, {"best", best}, {"best_us", best_us},
-         {"evaluated", evaluated}, {"total", total}, {"points_done", done_points_}, {"points", total_points_}});
+         {"timed", timed}, {"total", total}, {"points_done", done_points_}, {"points", total_points_}});
   if (mode_ == ProgressMode::plain) {
     std::fprintf(stderr, "done %s: best %s %.3f us (%d/%d timed) [%d/%d points]\n", point.c_str(), best.c_str(), best_us,
-                 evaluated, total, done_points_, total_points_);
+                 timed, total, done_points_, total_points_);
     std::fflush(stderr);
   }
   redraw(mode_ == ProgressMode::tty);

@@ -23,8 +23,9 @@ class Progress {
   void candidate_started(int dev, const std::string& point, const std::string& config);
   // `counted`: the first evaluation of this candidate (later halving rounds do not count).
   void candidate_finished(int dev, const std::string& status, double median_us, bool counted);
-  // `unvisited`: candidates of the point the search skipped (they count as done).
-  void point_finished(int dev, const std::string& point, const std::string& best, double best_us, int evaluated,
+  // `timed`: candidates that ran correctly and were timed; `unvisited`: those the search
+  // skipped (they count as done).
+  void point_finished(int dev, const std::string& point, const std::string& best, double best_us, int timed,
                       int total, int unvisited);
   void message(const std::string& text);  // a line above the live lines
   void warning(const std::string& text);  // the same, but shown when quiet too: it may change what the results mean

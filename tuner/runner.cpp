@@ -102,11 +102,9 @@ void finish_point(SweepState& s, int slot, PlanPoint& pt, const SearchResult* r,
                {"problem_key", runtime::problem_key(pt.problem)},
                {"tokens", pt.tokens},
                {"total", static_cast<int>(pt.candidates.size())}};
-  int evaluated = 0;
   std::string best;
   double best_us = 0;
   if (r) {
-    evaluated = r->evaluated;
     line["evaluated"] = r->evaluated;
     line["rounds"] = r->rounds;
     line["budget_hit"] = r->budget_hit;
@@ -128,9 +126,12 @@ void finish_point(SweepState& s, int slot, PlanPoint& pt, const SearchResult* r,
   // line, so the new outcome replaces the old error.
   const json old = s.get(s.cache_point, pt.key);
   if (old.is_null() || (old.contains("error") && old != line)) s.record(s.cache_point, pt.key, line);
-  int unvisited = 0;
-  for (auto& c : pt.candidates) unvisited += c.rounds == 0 ? 1 : 0;
-  s.progress->point_finished(slot, pt.label, best, best_us, evaluated, static_cast<int>(pt.candidates.size()), unvisited);
+  int unvisited = 0, timed = 0;
+  for (auto& c : pt.candidates) {
+    unvisited += c.rounds == 0 ? 1 : 0;
+    timed += c.ok() ? 1 : 0;
+  }
+  s.progress->point_finished(slot, pt.label, best, best_us, timed, static_cast<int>(pt.candidates.size()), unvisited);
 }
 
 void device_loop(SweepState& s, int slot, int ordinal) {
@@ -364,7 +365,7 @@ SweepOutcome run_sweep(const SweepOptions& o) {
   out.candidates = candidates;
   for (auto& p : out.results["points"]) {
     ++out.points_done;
-    out.timed += p.value("evaluated", 0);
+    out.timed += p.value("timed", 0);
     if (p.contains("error")) out.failed_points.push_back(p.value("point", std::string("?")) + ": " + p.value("error", ""));
   }
   return out;
