@@ -295,9 +295,14 @@ TEST(TunerRunner, ResumeRefusesAnotherSpaceDeviceOrBinary) {
   other.resume = true;
   other.tokens = {1, 2};
   EXPECT_NE(message(other).find("another space"), std::string::npos);
+  EXPECT_NE(message(other).find("tokens: 1 vs 1,2"), std::string::npos) << message(other);
   other.tokens = {1};
+  other.units[0].problem = scale_problem(1024);
+  EXPECT_NE(message(other).find("scale width: 64 vs 1024"), std::string::npos) << message(other);
+  other.units[0].problem = o.units[0].problem;
   other.strategy = Strategy::exhaustive;
   EXPECT_NE(message(other).find("other search settings"), std::string::npos);
+  EXPECT_NE(message(other).find("strategy: halving vs exhaustive"), std::string::npos) << message(other);
   // Without --resume the existing journal is not overwritten.
   EXPECT_NE(message(o).find("--resume"), std::string::npos);
   // A journal from another device or binary.

@@ -251,6 +251,10 @@ json make_meta(SweepState& s, const JournalContents& jc, double wall_s) {
 }  // namespace
 
 json journal_header(const SweepOptions& o, const Plan& plan, const DeviceInfo& dev) {
+  json units = json::array();
+  for (const SweepUnit& u : o.units) units.push_back({{"kernel", u.family->name}, {"problem", params_to_json(u.problem)}});
+  json tokens = json::array();
+  for (auto t : o.tokens) tokens.push_back(t);
   return {{"type", "header"},
           {"schema", kJournalSchema},
           {"device", dev.name},
@@ -258,6 +262,8 @@ json journal_header(const SweepOptions& o, const Plan& plan, const DeviceInfo& d
           {"backend", std::string(backend_name(o.backend))},
           {"binary", version_string()},
           {"fingerprint", plan.fingerprint},
+          // What the fingerprint hashes, by name, so a refused --resume can say what differs.
+          {"plan", {{"units", units}, {"tokens", tokens}, {"space", o.space}}},
           {"settings",
            {{"strategy", std::string(strategy_name(o.strategy))},
             {"seed", o.seed},
