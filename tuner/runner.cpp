@@ -131,7 +131,7 @@ void finish_point(SweepState& s, int slot, PlanPoint& pt, const SearchResult* r,
     unvisited += c.rounds == 0 ? 1 : 0;
     timed += c.ok() ? 1 : 0;
   }
-  s.progress->point_finished(slot, pt.label, best, best_us, timed, static_cast<int>(pt.candidates.size()), unvisited);
+  s.progress->point_finished(slot, pt.index, pt.label, best, best_us, timed, static_cast<int>(pt.candidates.size()), unvisited);
 }
 
 void device_loop(SweepState& s, int slot, int ordinal) {
@@ -328,9 +328,14 @@ SweepOutcome run_sweep(const SweepOptions& o) {
   s.journal = std::make_unique<JournalWriter>(jpath, header, !o.resume);
 
   int candidates = 0;
-  for (int i : s.mine) candidates += static_cast<int>(s.plan.points[i].candidates.size());
+  std::vector<ProgressPoint> progress_points;
+  for (int i : s.mine) {
+    const PlanPoint& pt = s.plan.points[i];
+    candidates += static_cast<int>(pt.candidates.size());
+    progress_points.push_back({pt.index, {pt.family->name, pt.estimate_s, static_cast<int>(pt.candidates.size())}});
+  }
   const int n_workers = o.backend == Backend::cuda ? static_cast<int>(o.devices.size()) : 1;
-  s.progress = std::make_unique<Progress>(o.progress, n_workers, candidates, static_cast<int>(s.mine.size()));
+  s.progress = std::make_unique<Progress>(o.progress, n_workers, std::move(progress_points));
   {
     InterruptGuard guard(o.handle_signals);
     std::vector<std::thread> threads;
