@@ -1,9 +1,11 @@
 #pragma once
 // The time a sweep has left. A per-candidate average misleads: the small router points come
 // first and the large gmm and layer points last, so it ran 3-5x short. Instead every point
-// comes with an expected cost (from its bytes and FLOPs, or at least its candidate count),
-// and the time its family's finished work actually took per unit of expected cost (else the
-// whole sweep's) prices the work that is left. No clock is read here: times are given.
+// comes with its expected cost in nominal seconds (the plan's estimate from its bytes, FLOPs
+// and candidates), and what the finished work actually took corrects it: per family, the
+// seconds per candidate the nominal rates do not see (worker round trips, validation,
+// sampling until the noise settles), and a scale where the work ran faster than nominal.
+// No clock is read here: times are given.
 #include <string>
 #include <vector>
 
@@ -11,7 +13,7 @@ namespace moe::tuner {
 
 struct EtaPoint {
   std::string group;    // the points whose costs are priced alike: the family
-  double expected = 0;  // any unit proportional to time; <= 0: unknown
+  double expected = 0;  // nominal seconds; <= 0: unknown (then every point is priced by candidates alone)
   int candidates = 0;
 };
 
@@ -35,10 +37,10 @@ class EtaEstimator {
     double start = -1, end = -1;
     int done = 0, replayed = 0;
   };
-  double weight(const State& p) const;
+  double nominal(const State& p) const;
   std::vector<State> points_;
   int devices_;
-  bool by_count_ = false;  // some point's cost is unknown: weigh every point by its candidates
+  bool by_count_ = false;  // some point's cost is unknown: no point's nominal cost is used
 };
 
 }  // namespace moe::tuner
