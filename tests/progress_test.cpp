@@ -195,3 +195,26 @@ TEST(TunerProgress, RedrawKeepsTheInterruptMessage) {
     if (!r.empty()) last = r;
   EXPECT_EQ(last.rfind("[dev 0] 0/2 candidates, 1/1 points", 0), 0u) << "the live line is drawn last:\n" << all;
 }
+
+// On a terminal a live line is at most 160 characters: the layer's long config is what gets
+// cut, never the best time and the ETA after it.
+TEST(TunerProgress, LiveLineCutsTheConfigNotTheEta) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  const std::string config = "combine=auto,dispatch=auto,gmm_down=auto,gmm_up=auto,router=auto," + std::string(200, 'x');
+  {
+    Progress p(ProgressMode::tty, 1, {{3, {"moe-layer", 1, 2}}, {4, {"moe-layer", 1, 2}}}, 10, f);
+    p.candidate_started(0, 3, "moe-layer T=64", config);
+    p.candidate_finished(0, "ok", 12.5, true);
+    p.point_finished(0, 3, "moe-layer T=64", config, 12.5, 1, 2, 1);  // forces a draw, with a rate measured
+    p.finish();
+  }
+  const std::vector<std::string> rows = screen(contents(f));
+  std::fclose(f);
+  std::string last;
+  for (auto& r : rows)
+    if (!r.empty()) last = r;
+  EXPECT_LE(last.size(), 160u) << last;
+  EXPECT_NE(last.find("moe-layer T=64 combine=auto"), std::string::npos) << last;
+  EXPECT_NE(last.find("... | best 12.500 us | ETA "), std::string::npos) << last;
+}

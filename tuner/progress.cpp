@@ -60,15 +60,21 @@ int Progress::slot(int point) const {
   return it == slot_of_.end() ? -1 : it->second;
 }
 
-std::string Progress::line_text(int dev) const {
+std::string Progress::line_text(int dev, std::size_t width) const {
   const Line& l = lines_[dev];
   const double eta = eta_.remaining_s(elapsed_s());
-  std::string s = fmt::format("[dev {}] {}/{} candidates, {}/{} points", dev, done_cands_, total_cands_, done_points_,
-                              total_points_);
-  if (!l.point.empty()) s += " | " + l.point + " " + l.config;
-  if (l.best_us > 0) s += fmt::format(" | best {:.3f} us", l.best_us);
-  if (eta >= 0) s += " | ETA " + human_duration(eta);
-  return s;
+  const std::string head = fmt::format("[dev {}] {}/{} candidates, {}/{} points", dev, done_cands_, total_cands_,
+                                       done_points_, total_points_);
+  std::string tail;
+  if (l.best_us > 0) tail += fmt::format(" | best {:.3f} us", l.best_us);
+  if (eta >= 0) tail += " | ETA " + human_duration(eta);
+  std::string what = l.point.empty() ? "" : " | " + l.point + " " + l.config;
+  // A long config (the layer's) gives way, not the best time and the ETA after it.
+  if (width > 0 && head.size() + what.size() + tail.size() > width) {
+    const std::size_t room = width > head.size() + tail.size() + 3 ? width - head.size() - tail.size() - 3 : 0;
+    what = what.substr(0, room) + "...";
+  }
+  return head + what + tail;
 }
 
 void Progress::clear_live() {
@@ -90,9 +96,7 @@ void Progress::redraw(bool force) {
     if (!force && since < 0.1) return;
     clear_live();
     for (std::size_t d = 0; d < lines_.size(); ++d) {
-      std::string t = line_text(static_cast<int>(d));
-      if (t.size() > 160) t = t.substr(0, 157) + "...";
-      std::fprintf(out_, "%s\n", t.c_str());
+      std::fprintf(out_, "%s\n", line_text(static_cast<int>(d), 160).c_str());
     }
     drawn_ = static_cast<int>(lines_.size());
     std::fflush(out_);

@@ -50,7 +50,7 @@ class Progress {
     double best_us = 0;
   };
   double elapsed_s() const;
-  std::string line_text(int dev) const;
+  std::string line_text(int dev, std::size_t width = 0) const;  // width 0: whole
   void redraw(bool force);
   void clear_live();
   int slot(int point) const;
