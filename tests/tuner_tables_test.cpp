@@ -135,10 +135,11 @@ TEST(TunerTables, TimedCountsOnlyCandidatesThatWereTimed) {
   EXPECT_NE(md.find("| 2/3 | 1 |"), std::string::npos) << md;
 }
 
-// The layer's resolved config runs to ~300 characters: a terminal gets it cut, the files whole.
-TEST(TunerTables, SummaryCutsLongConfigsOnlyWhenAskedTo) {
+// The layer's resolved config runs to ~300 characters: a terminal gets it abbreviated, the files
+// whole.
+TEST(TunerTables, SummaryAbbreviatesLongConfigsOnlyWhenAskedTo) {
   JournalContents j = journal({{1, {100, 70, 130}}});
-  const std::string long_key = "tile=4,note=" + std::string(200, 'x');
+  const std::string long_key = "tile=4,block_m=64,tokens_per_task=16,note=" + std::string(200, 'x');
   for (auto& l : j.lines) {
     if (l.value("config_key", "") == "tile=4") l["config_key"] = long_key;
     if (l.value("winner", "") == "tile=4") l["winner"] = long_key;
@@ -147,13 +148,28 @@ TEST(TunerTables, SummaryCutsLongConfigsOnlyWhenAskedTo) {
   ASSERT_EQ(r["points"][0]["chosen"]["config_key"], long_key);
   const std::string whole = markdown_summary(r);
   EXPECT_NE(whole.find(long_key), std::string::npos) << whole;
-  EXPECT_EQ(whole.find("are cut here"), std::string::npos) << whole;
+  EXPECT_EQ(whole.find("abbreviated here"), std::string::npos) << whole;
   const std::string cut = markdown_summary(r, 40);
   EXPECT_EQ(cut.find(long_key), std::string::npos) << cut;
-  EXPECT_NE(cut.find("| " + long_key.substr(0, 37) + "... |"), std::string::npos) << cut;
-  EXPECT_NE(cut.find("Configs longer than 40 characters are cut here; summary.md and results.json hold them whole"),
-            std::string::npos)
-      << cut;
+  const std::string abbreviated = "t=4,bm=64,tpt=16,n=" + std::string(200, 'x');
+  EXPECT_NE(cut.find("| " + abbreviated.substr(0, 37) + "... |"), std::string::npos) << cut;
+  EXPECT_NE(cut.find("Configs longer than 40 characters are abbreviated here"), std::string::npos) << cut;
+  EXPECT_NE(cut.find("summary.md and results.json hold them whole"), std::string::npos) << cut;
+  // Short enough once abbreviated: not cut.
+  const std::string fits = markdown_summary(r, 300);
+  EXPECT_NE(fits.find(long_key), std::string::npos);
+  const std::string names = markdown_summary(r, 230);
+  EXPECT_NE(names.find("| " + abbreviated + " |"), std::string::npos) << names;
+
+  // The layer's row: each stage's config as it ran, its names abbreviated, the stage names kept.
+  for (auto& l : j.lines)
+    if (l.value("config_key", "") == long_key)
+      l["resolved_config"] = {{"router", "rows_per_task=64;select=heap"}, {"gmm_up", "block_m=64;block_n=128"}};
+  const json layer = build_results(j, meta());
+  const std::string stages = "auto: gmm_up=block_m=64;block_n=128,router=rows_per_task=64;select=heap";
+  EXPECT_NE(markdown_summary(layer).find("| " + stages + " |"), std::string::npos) << markdown_summary(layer);
+  EXPECT_NE(markdown_summary(layer, 60).find("| auto: gmm_up=bm=64;bn=128,router=rpt=64;s=heap |"), std::string::npos)
+      << markdown_summary(layer, 60);
 }
 
 TEST(TunerTables, WrittenAtomicallyWithRunnerUpAndKeepingOtherEntries) {

@@ -17,6 +17,41 @@ std::string num(const json& j, const char* k, const char* f) {
   return fmt::format(fmt::runtime(f), j[k].get<double>());
 }
 
+// "block_m=64;tokens_per_task=16" -> "bm=64;tpt=16": each name of NAME=VALUE pairs separated
+// by ',' or ';' to its initials.
+std::string initials(const std::string& cfg) {
+  std::string out;
+  std::size_t b = 0;
+  while (b <= cfg.size()) {
+    std::size_t e = cfg.find_first_of(",;", b);
+    if (e == std::string::npos) e = cfg.size();
+    const std::string pair = cfg.substr(b, e - b);
+    const std::size_t eq = pair.find('=');
+    if (eq == std::string::npos) {
+      out += pair;
+    } else {
+      for (std::size_t i = 0; i < eq; ++i)
+        if (i == 0 || pair[i - 1] == '_') out += pair[i];
+      out += pair.substr(eq);
+    }
+    if (e < cfg.size()) out += cfg[e];
+    b = e + 1;
+  }
+  return out;
+}
+
+// The layer's config as it ran: "auto: STAGE=NAME=VALUE;...,..." (with `short_names`, the
+// stage configs' names to initials); "auto" alone does not say what was timed.
+std::string resolved_text(const json& resolved, bool short_names) {
+  const Params stages = params_from_json(resolved, "resolved config");
+  std::string t;
+  for (auto& [stage, v] : stages.values()) {
+    const std::string text = value_str(v);
+    t += (t.empty() ? "" : ",") + stage + "=" + (short_names ? initials(text) : text);
+  }
+  return "auto: " + t;
+}
+
 // Points of results written before "timed" was recorded: every evaluated candidate counted.
 int timed_count(const json& p) { return p.value("timed", p.value("evaluated", 0)); }
 int not_usable_count(const json& p) { return p.value("not_usable", 0); }
@@ -82,14 +117,15 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
         continue;
       }
       const json& c = (*p)["chosen"];
-      std::string cfg = c.value("config_key", "");
-      // The layer's "auto" stages as they ran: "auto" alone does not say what was timed.
-      if (c.contains("resolved_config") && c["resolved_config"].is_object())
-        cfg = "auto: " + params_from_json(c["resolved_config"], "resolved config").str();
-      if (p->value("kept_default", false)) cfg += " (default kept: winner within noise)";
-      else if (p->contains("default") && (*p)["default"].value("config_key", "") == c.value("config_key", "")) cfg += " (default)";
+      const bool resolved = c.contains("resolved_config") && c["resolved_config"].is_object();
+      const std::string key = c.value("config_key", "");
+      std::string note;
+      if (p->value("kept_default", false)) note = " (default kept: winner within noise)";
+      else if (!resolved && p->contains("default") && (*p)["default"].value("config_key", "") == key) note = " (default)";
+      std::string cfg = (resolved ? resolved_text(c["resolved_config"], false) : key) + note;
       if (config_width > 3 && cfg.size() > config_width) {
-        cfg = cfg.substr(0, config_width - 3) + "...";
+        cfg = (resolved ? resolved_text(c["resolved_config"], true) : initials(key)) + note;
+        if (cfg.size() > config_width) cfg = cfg.substr(0, config_width - 3) + "...";
         cut = true;
       }
       std::string pct = num(*p, "pct_peak", "{:.1f}");
@@ -106,11 +142,12 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
     md += "\n(cache): faster than the measured copy bandwidth, so the data came from cache (hot timer, or a problem "
           "that fits in L2): not a fraction of the memory peak.\n";
   if (cut)
-    md += fmt::format("\nConfigs longer than {} characters are cut here; summary.md and results.json hold them whole.\n",
+    md += fmt::format("\nConfigs longer than {} characters are abbreviated here (parameter names to their initials, "
+                      "then cut); summary.md and results.json hold them whole.\n",
                       config_width);
   return md;
 }
 
-std::string printed_summary(const json& results) { return markdown_summary(results, ::isatty(1) ? 60 : 0); }
+std::string printed_summary(const json& results) { return markdown_summary(results, ::isatty(1) ? 130 : 0); }
 
 }  // namespace moe::tuner

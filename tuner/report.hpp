@@ -9,12 +9,13 @@
 
 namespace moe::tuner {
 
-// `config_width` > 0 cuts longer configs to that many characters (the view on a terminal: the
-// layer's resolved stage configs run to ~300); 0 keeps them whole, as the files do.
+// `config_width` > 0 abbreviates longer configs (the view on a terminal: the layer's resolved
+// stage configs run to ~300 characters): parameter names to their initials, then cut to that
+// width. 0 keeps them whole, as the files do.
 std::string markdown_summary(const json& results, std::size_t config_width = 0);
 
-// The summary as a command prints it: configs cut to 60 characters when stdout is a terminal,
-// whole otherwise (a log or a pipe is a file too).
+// The summary as a command prints it: configs abbreviated to 130 characters when stdout is a
+// terminal, whole otherwise (a log or a pipe is a file too).
 std::string printed_summary(const json& results);
 
 }  // namespace moe::tuner
