@@ -287,6 +287,10 @@ class Plotter:
             what = f"measured copy bandwidth {peak:.0f} GB/s" if number(peak) else "measured peak"
             ax.set_ylabel(f"% of peak ({what})")
             ax.set_ylim(0, max(5.0, top * 1.15))
+            if top > 100:  # above the copy bandwidth the data came from cache: no fraction of the peak
+                ax.axhline(100, color="#b00020", linestyle=":", linewidth=1)
+                ax.annotate("above 100%: served from cache (L2), not memory", (0.01, 100), xycoords=("axes fraction", "data"),
+                            textcoords="offset points", xytext=(0, 3), fontsize=7, color="#b00020")
             headline = f"{group.kernel}: % of peak against tokens"
         else:
             ax.set_ylabel("GB/s moved (no % of peak: " +

@@ -167,6 +167,56 @@ print(" ".join(f"{t}:{g.best_and_default(t)[0]['config_key']}" for t in (1, 2)))
   fs::remove_all(out);
 }
 
+// % of peak above 100 (a hot timer, or a problem in L2) is drawn against a line at 100% that
+// says the data came from cache, not as a fraction of the memory peak; a cpu file draws GB/s.
+TEST(ScriptsPlot, PeakPlotMarksFiguresAboveTheCopyBandwidth) {
+  NEED_MATPLOTLIB();
+  const fs::path out = temp_dir("plot-peak");
+  auto record = [](int tokens, double pct) {
+    return json{{"kernel", "scale"}, {"problem_key", "width=64"}, {"problem", {{"width", 64}}}, {"tokens", tokens},
+                {"config_key", "tile=16"}, {"is_default", true}, {"status", "ok"}, {"gbps", 30 * pct},
+                {"pct_peak", pct}, {"stats", {{"median_us", 10.0}, {"n", 10}}}};
+  };
+  json results = {{"schema", "moebench/results@1"}, {"meta", {{"device", "H100"}, {"backend", "cuda"}, {"copy_bw_gbps", 3000}}}};
+  results["records"] = {record(1, 150), record(2, 40)};
+  std::ofstream(out / "above.json") << results.dump();
+  results["records"] = {record(1, 90), record(2, 40)};
+  std::ofstream(out / "below.json") << results.dump();
+  results["meta"]["backend"] = "cpu";
+  results["records"] = {record(1, 480), record(2, 40)};
+  std::ofstream(out / "cpu.json") << results.dump();
+  // What the peak plot draws: its y label and its texts, read before the figure is saved.
+  std::ofstream(out / "peak.py") << R"(import json, sys
+sys.path.insert(0, sys.argv[1])
+import plot
+results = json.load(open(sys.argv[2]))
+p = plot.Plotter(results, sys.argv[3], 60)
+def save(fig, name):
+    ax = fig.axes[0]
+    print(ax.get_ylabel(), "|", "; ".join(t.get_text() for t in ax.texts))
+    p.plt.close(fig)
+p.save = save
+for g in plot.group_records(results).values():
+    p.peak_plot(g, "")
+)";
+  auto peak = [&](const char* file) {
+    return sh("python3 " + quote(out / "peak.py") + " " + quote(kSource / "scripts") + " " + quote(out / file) + " " +
+              quote(out));
+  };
+  Proc r = peak("above.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("% of peak"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("above 100%: served from cache"), std::string::npos) << r.out;
+  r = peak("below.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("served from cache"), std::string::npos) << r.out;
+  r = peak("cpu.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("% of peak ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GB/s moved"), std::string::npos) << r.out;
+  fs::remove_all(out);
+}
+
 TEST(ScriptsPlot, RefusesAFileThatIsNotResults) {
   NEED_MATPLOTLIB();
   const fs::path out = temp_dir("plot-bad");
