@@ -4,6 +4,7 @@
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
 #include "tuner/merge.hpp"
+#include "tuner/report.hpp"
 
 namespace moe::app {
 
@@ -20,7 +21,7 @@ void add_merge_command(CLI::App& root) {
       ->default_str("none");
   cmd->callback([a] {
     const auto m = tuner::merge_sweeps(a->inputs, a->out, a->tables == "none" ? "" : a->tables);
-    fmt::print("{}\n", m.summary_md);
+    fmt::print("{}\n", tuner::printed_summary(m.results));
     fmt::print("merged {} input(s): {} journal lines ({} duplicates dropped) into {}\n", m.inputs, m.lines, m.duplicates,
                a->out);
     for (auto& t : m.tables) fmt::print("table: {}\n", t);

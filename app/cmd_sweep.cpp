@@ -14,6 +14,7 @@
 #include "runtime/table.hpp"
 #include "tuner/layer_units.hpp"
 #include "tuner/problem.hpp"
+#include "tuner/report.hpp"
 #include "tuner/runner.hpp"
 #include "tuner/tables_dir.hpp"
 
@@ -161,7 +162,7 @@ void run(const SweepArgs& a) {
     if (out.interrupted) done["resume"] = o.resume_hint;
     fmt::print("{}\n", done.dump());
   } else {
-    fmt::print("{}\n", out.summary_md);
+    fmt::print("{}\n", tuner::printed_summary(out.results));
     fmt::print("results: {} ({}), journal: {}\n", out.results_path, out.csv_path, out.journal_path);
     for (auto& t : out.tables) fmt::print("table: {}\n", t);
     if (o.tables_dir.empty()) fmt::print("tables: none written (--tables none)\n");

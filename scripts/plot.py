@@ -6,12 +6,14 @@
 RESULTS.json may also be a sweep's --out directory (its results.json is read). For every
 kernel family and problem in the file it writes three kinds of plot:
 
-  time-<family>[-<problem>].png          median time against tokens (log2 axis) of the fastest
-                                         measured config and of the default config, with the
-                                         interquartile range as error bars
+  time-<family>[-<problem>].png          median time against tokens (log2 axis) of the config
+                                         the sweep chose (what its tables hold) and of the
+                                         default config, with the interquartile range as error bars
   peak-<family>[-<problem>].png          the same two configs as % of the measured peak (the
-                                         sweep's copy bandwidth); GB/s when the file has no peak
-  space-<family>[-<problem>]-t<N>.png    every config timed at one token count, fastest first:
+                                         sweep's copy bandwidth); GB/s on the cpu backend or
+                                         when the file has no peak
+  space-<family>[-<problem>]-t<N>.png    every config timed at one token count, fastest first
+                                         (the chosen one green, the default orange):
                                          N is --tokens, or the nearest measured count (log2
                                          distance, ties to the smaller); default: the largest
 
@@ -107,7 +109,7 @@ def nearest_tokens(available, wanted):
 
 
 # The two series every per-family plot draws.
-SERIES_STYLES = {"best": dict(color="#1f77b4", marker="o", linestyle="-", label="fastest config"),
+SERIES_STYLES = {"best": dict(color="#1f77b4", marker="o", linestyle="-", label="chosen config"),
                  "default": dict(color="#ff7f0e", marker="s", linestyle="--", label="default config")}
 
 
@@ -117,14 +119,22 @@ class Group:
     def __init__(self, kernel, problem_key, problem):
         self.kernel, self.problem_key, self.problem = kernel, problem_key, problem
         self.by_tokens = {}
+        self.chosen = {}  # tokens -> the config key the sweep chose (what its table holds)
 
     def add(self, r):
         self.by_tokens.setdefault(int(r.get("tokens", 0)), []).append(r)
 
     def best_and_default(self, tokens):
+        """The config the sweep chose and the default. The lowest median is not the choice: a
+        halving round's few samples can read lower than the winner's many, and a winner within
+        noise of the default leaves the default in the table. Files without points fall back
+        to the lowest median."""
         recs = self.by_tokens.get(tokens, [])
         ok = [r for r in recs if timed(r)]
-        best = min(ok, key=lambda r: r["stats"]["median_us"]) if ok else None
+        chosen = self.chosen.get(tokens)
+        best = next((r for r in ok if r.get("config_key") == chosen), None) if chosen is not None else None
+        if best is None and chosen is None:
+            best = min(ok, key=lambda r: r["stats"]["median_us"]) if ok else None
         default = next((r for r in recs if r.get("is_default")), None)
         return best, (default if default is not None and timed(default) else None)
 
@@ -138,6 +148,11 @@ def group_records(results):
         if key not in groups:
             groups[key] = Group(key[0], key[1], r.get("problem") or {})
         groups[key].add(r)
+    for p in results.get("points") or []:
+        chosen = p.get("chosen") if isinstance(p, dict) else None
+        group = groups.get((p.get("kernel", "?"), p.get("problem_key", ""))) if isinstance(chosen, dict) else None
+        if group is not None and int(p.get("tokens", 0) or 0) > 0:
+            group.chosen[int(p["tokens"])] = chosen.get("config_key")
     return groups
 
 
@@ -250,7 +265,9 @@ class Plotter:
 
     def peak_plot(self, group, suffix):
         peak = self.meta.get("copy_bw_gbps")
-        has_pct = any(number(r.get("pct_peak")) for rs in group.by_tokens.values() for r in rs)
+        # A cpu's copy bandwidth is no peak (data in cache outruns it); older files carry the ratio.
+        has_pct = self.meta.get("backend") != "cpu" and any(
+            number(r.get("pct_peak")) for rs in group.by_tokens.values() for r in rs)
         field = "pct_peak" if has_pct else "gbps"
 
         def value(r):
@@ -270,9 +287,14 @@ class Plotter:
             what = f"measured copy bandwidth {peak:.0f} GB/s" if number(peak) else "measured peak"
             ax.set_ylabel(f"% of peak ({what})")
             ax.set_ylim(0, max(5.0, top * 1.15))
+            if top > 100:  # above the copy bandwidth the data came from cache: no fraction of the peak
+                ax.axhline(100, color="#b00020", linestyle=":", linewidth=1)
+                ax.annotate("above 100%: served from cache (L2), not memory", (0.01, 100), xycoords=("axes fraction", "data"),
+                            textcoords="offset points", xytext=(0, 3), fontsize=7, color="#b00020")
             headline = f"{group.kernel}: % of peak against tokens"
         else:
-            ax.set_ylabel("GB/s moved (no peak measured in this file)")
+            ax.set_ylabel("GB/s moved (no % of peak: " +
+                          ("a cpu's memory copy is no peak)" if self.meta.get("backend") == "cpu" else "none measured)"))
             ax.set_ylim(0, top * 1.15 if top > 0 else 1)
             headline = f"{group.kernel}: bandwidth against tokens"
         self.tokens_axis(ax, sorted(set(data["best"][0]) | set(data["default"][0])))
@@ -300,9 +322,11 @@ class Plotter:
         med = [r["stats"]["median_us"] for r in shown]
         q1 = [min(r["stats"].get("q1_us", m) if number(r["stats"].get("q1_us")) else m, m) for r, m in zip(shown, med)]
         q3 = [max(r["stats"].get("q3_us", m) if number(r["stats"].get("q3_us")) else m, m) for r, m in zip(shown, med)]
+        chosen = group.chosen.get(t, shown[0].get("config_key") if shown else None)
         colors = []
-        for i, r in enumerate(shown):
-            colors.append("#2ca02c" if i == 0 else "#ff7f0e" if r.get("config_key") == default_key else "#9e9e9e")
+        for r in shown:
+            key = r.get("config_key")
+            colors.append("#2ca02c" if key == chosen else "#ff7f0e" if key == default_key else "#9e9e9e")
         ys = list(range(len(shown)))
         ax.barh(ys, med, xerr=[[m - a for m, a in zip(med, q1)], [b - m for m, b in zip(med, q3)]], color=colors,
                 capsize=2, error_kw=dict(elinewidth=0.8, ecolor="#333333"))
@@ -324,7 +348,7 @@ class Plotter:
         if len(bad) > 10:
             more += f"; {len(bad) - 10} more not timed"
         headline = (f"{group.kernel}: config space at {t} tokens{note}\n"
-                    f"{len(ok)} timed, {len(bad)} invalid or failed; green fastest, orange default{more}")
+                    f"{len(ok)} timed, {len(bad)} invalid or failed; green chosen, orange default{more}")
         fig.suptitle(f"{headline}\n{self.device}", fontsize=10)
         problem = "\n".join(textwrap.wrap(", ".join(group.problem_key.split(",")), 120))
         fig.supxlabel(problem or "(no problem parameters)", fontsize=7.5, color="#444444")

@@ -131,6 +131,92 @@ TEST(ScriptsPlot, NamesTheProblemsOfOneFamilyAndPicksTheNearestTokenCount) {
   fs::remove_all(out);
 }
 
+// The "chosen config" series is the config each point chose, what the tables hold: at 1 token a
+// candidate dropped in an early halving round reads faster on its few samples than the winner;
+// at 2 tokens the winner was within noise of the default, so the default was kept.
+TEST(ScriptsPlot, ChosenSeriesIsTheSweepsChoiceNotTheLowestMedian) {
+  const fs::path out = temp_dir("plot-chosen");
+  auto record = [](int tokens, const std::string& key, double median, int n, bool is_default) {
+    return json{{"kernel", "scale"}, {"problem_key", "width=64"}, {"problem", {{"width", 64}}}, {"tokens", tokens},
+                {"config_key", key}, {"is_default", is_default}, {"status", "ok"},
+                {"stats", {{"median_us", median}, {"q1_us", median}, {"q3_us", median}, {"n", n}}}};
+  };
+  auto point = [](int tokens, const std::string& chosen) {
+    return json{{"kernel", "scale"}, {"problem_key", "width=64"}, {"tokens", tokens}, {"chosen", {{"config_key", chosen}}}};
+  };
+  json results = {{"schema", "moebench/results@1"}, {"meta", {{"device", "cpu: test"}, {"backend", "cpu"}}}};
+  results["records"] = {record(1, "tile=16", 12, 40, true), record(1, "tile=4", 10, 40, false),
+                        record(1, "tile=64", 9, 3, false),  record(2, "tile=16", 10.05, 40, true),
+                        record(2, "tile=4", 10, 40, false), record(2, "tile=64", 15, 3, false)};
+  results["points"] = {point(1, "tile=4"), point(2, "tile=16")};
+  std::ofstream(out / "results.json") << results.dump();
+  std::ofstream(out / "chosen.py") << R"(import json, sys
+sys.path.insert(0, sys.argv[1])
+import plot
+g = plot.group_records(json.load(open(sys.argv[2])))[("scale", "width=64")]
+print(" ".join(f"{t}:{g.best_and_default(t)[0]['config_key']}" for t in (1, 2)))
+)";
+  const Proc r = sh("python3 " + quote(out / "chosen.py") + " " + quote(kSource / "scripts") + " " + quote(out / "results.json"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "1:tile=4 2:tile=16\n");
+  if (have_matplotlib()) {
+    const Proc p = plot(out / "results.json", out / "pngs");
+    EXPECT_EQ(p.code, 0) << p.out;
+    expect_png(out / "pngs" / "time-scale.png");
+  }
+  fs::remove_all(out);
+}
+
+// % of peak above 100 (a hot timer, or a problem in L2) is drawn against a line at 100% that
+// says the data came from cache, not as a fraction of the memory peak; a cpu file draws GB/s.
+TEST(ScriptsPlot, PeakPlotMarksFiguresAboveTheCopyBandwidth) {
+  NEED_MATPLOTLIB();
+  const fs::path out = temp_dir("plot-peak");
+  auto record = [](int tokens, double pct) {
+    return json{{"kernel", "scale"}, {"problem_key", "width=64"}, {"problem", {{"width", 64}}}, {"tokens", tokens},
+                {"config_key", "tile=16"}, {"is_default", true}, {"status", "ok"}, {"gbps", 30 * pct},
+                {"pct_peak", pct}, {"stats", {{"median_us", 10.0}, {"n", 10}}}};
+  };
+  json results = {{"schema", "moebench/results@1"}, {"meta", {{"device", "H100"}, {"backend", "cuda"}, {"copy_bw_gbps", 3000}}}};
+  results["records"] = {record(1, 150), record(2, 40)};
+  std::ofstream(out / "above.json") << results.dump();
+  results["records"] = {record(1, 90), record(2, 40)};
+  std::ofstream(out / "below.json") << results.dump();
+  results["meta"]["backend"] = "cpu";
+  results["records"] = {record(1, 480), record(2, 40)};
+  std::ofstream(out / "cpu.json") << results.dump();
+  // What the peak plot draws: its y label and its texts, read before the figure is saved.
+  std::ofstream(out / "peak.py") << R"(import json, sys
+sys.path.insert(0, sys.argv[1])
+import plot
+results = json.load(open(sys.argv[2]))
+p = plot.Plotter(results, sys.argv[3], 60)
+def save(fig, name):
+    ax = fig.axes[0]
+    print(ax.get_ylabel(), "|", "; ".join(t.get_text() for t in ax.texts))
+    p.plt.close(fig)
+p.save = save
+for g in plot.group_records(results).values():
+    p.peak_plot(g, "")
+)";
+  auto peak = [&](const char* file) {
+    return sh("python3 " + quote(out / "peak.py") + " " + quote(kSource / "scripts") + " " + quote(out / file) + " " +
+              quote(out));
+  };
+  Proc r = peak("above.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("% of peak"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("above 100%: served from cache"), std::string::npos) << r.out;
+  r = peak("below.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("served from cache"), std::string::npos) << r.out;
+  r = peak("cpu.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("% of peak ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GB/s moved"), std::string::npos) << r.out;
+  fs::remove_all(out);
+}
+
 TEST(ScriptsPlot, RefusesAFileThatIsNotResults) {
   NEED_MATPLOTLIB();
   const fs::path out = temp_dir("plot-bad");

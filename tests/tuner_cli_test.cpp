@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "temp_dirs.hpp"
@@ -136,6 +137,31 @@ TEST(TunerCli, SweepRouterThenLookupAnswersFromTheTable) {
   EXPECT_NE(l.out.find(": default"), std::string::npos) << l.out;
   EXPECT_NE(l.out.find("moebench sweep router"), std::string::npos) << l.out;
   EXPECT_NE(l.out.find("does not exist"), std::string::npos) << l.out;
+  fs::remove_all(d);
+}
+
+// Without tables, the layer's five stages fall back to their defaults: one short line each (they
+// were ~500 characters apiece), and once the one command that tunes them all.
+TEST(TunerCli, RunLayerWithoutTablesWarnsInShortLines) {
+  NEED_ROUTER();
+  const fs::path d = temp_dir("layer-warn");
+  fs::create_directories(d / "empty");
+  ::setenv("MOEBENCH_CONFIG_DIR", (d / "empty").c_str(), 1);
+  const CliRun r = run("run moe-layer --model qwen3-30b-a3b --hidden 512 --intermediate 256 --tokens 4 --backend cpu --repeat 1");
+  ::unsetenv("MOEBENCH_CONFIG_DIR");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream lines(r.err);
+  std::vector<std::string> warnings;
+  for (std::string l; std::getline(lines, l);)
+    if (l.rfind("moebench: warning: ", 0) == 0) warnings.push_back(l);
+  ASSERT_EQ(warnings.size(), 6u) << r.err;
+  for (const char* stage : {"router", "dispatch", "gmm_up", "gmm_down", "combine"})
+    EXPECT_NE(r.err.find(std::string("moe-layer stage ") + stage + ": no "), std::string::npos) << stage << "\n" << r.err;
+  const std::string cmd = "moebench sweep moe-layer ";
+  EXPECT_EQ(warnings.back().find("moe-layer: tune its stages with: " + cmd), 19u) << warnings.back();
+  EXPECT_NE(warnings.back().find("--hidden 512 --intermediate 256"), std::string::npos) << warnings.back();
+  EXPECT_NE(warnings.back().find("--tables " + (d / "empty").string()), std::string::npos) << warnings.back();
+  for (auto& w : warnings) EXPECT_LT(w.size(), 160 + (d / "empty").string().size()) << w;
   fs::remove_all(d);
 }
 

@@ -124,3 +124,49 @@ TEST(TunerJournal, ResumeRefusesForeignJournals) {
     EXPECT_NE(msg.find("--out"), std::string::npos) << msg;  // says what to do
   }
 }
+
+// A resume of another problem or other settings says which parameters differ, by name, with
+// the journal's value and this run's, not two hashes.
+TEST(TunerJournal, ResumeRefusalNamesWhatDiffers) {
+  json h = header();
+  h["plan"] = {{"units", {{{"kernel", "router"}, {"problem", {{"experts", 128}, {"topk", 8}}}},
+                          {{"kernel", "gmm"}, {"problem", {{"hidden", 7168}, {"stage", "up"}}}},
+                          {{"kernel", "gmm"}, {"problem", {{"hidden", 7168}, {"stage", "down"}}}}}},
+               {"tokens", {1, 2, 4}},
+               {"space", "default"}};
+  h["settings"] = {{"strategy", "halving"}, {"seed", 0}, {"rule", {{"max_noise", 0.01}}}};
+  json now = h;
+  now["fingerprint"] = "11ee";
+  now["plan"]["units"][0]["problem"]["experts"] = 64;
+  now["plan"]["units"][1]["problem"]["hidden"] = 4096;
+  now["plan"]["units"][2]["problem"]["hidden"] = 4096;
+  now["plan"]["tokens"] = {1, 2};
+  std::string msg = error_of([&] { check_resumable(h, now, "out/journal.jsonl"); });
+  EXPECT_NE(msg.find("router experts: 128 vs 64"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("gmm hidden: 7168 vs 4096"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("gmm hidden", msg.find("gmm hidden") + 1), std::string::npos) << "said once: " << msg;
+  EXPECT_NE(msg.find("tokens: 1,2,4 vs 1,2"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("00ff"), std::string::npos) << "no hashes: " << msg;
+  EXPECT_NE(msg.find("--out"), std::string::npos) << msg;
+
+  now = h;
+  now["fingerprint"] = "11ee";
+  now["plan"]["units"].erase(2);
+  msg = error_of([&] { check_resumable(h, now, "j"); });
+  EXPECT_NE(msg.find("kernels: router,gmm,gmm vs router,gmm"), std::string::npos) << msg;
+
+  now = h;
+  now["settings"]["seed"] = 7;
+  now["settings"]["rule"]["max_noise"] = 0.05;
+  msg = error_of([&] { check_resumable(h, now, "j"); });
+  EXPECT_NE(msg.find("seed: 0 vs 7"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rule.max_noise: 0.01 vs 0.05"), std::string::npos) << msg;
+
+  // A journal from before headers carried their plan: still refused, with the fingerprints.
+  json old = h;
+  old.erase("plan");
+  now = h;
+  now["fingerprint"] = "11ee";
+  msg = error_of([&] { check_resumable(old, now, "j"); });
+  EXPECT_NE(msg.find("another space"), std::string::npos) << msg;
+}

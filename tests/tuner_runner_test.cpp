@@ -137,7 +137,7 @@ TEST(TunerRunner, SweepWritesResultsJournalTablesAndLookupReadsThem) {
     EXPECT_GT(r["stats"]["median_us"].get<double>(), 0);
     EXPECT_LE(r["stats"]["q1_us"].get<double>(), r["stats"]["median_us"].get<double>());
     EXPECT_GT(r["gbps"].get<double>(), 0);
-    EXPECT_TRUE(r.contains("pct_peak"));
+    EXPECT_FALSE(r.contains("pct_peak")) << "a cpu's memory copy is no peak";
   }
   ASSERT_EQ(res["points"].size(), 2u);
   for (auto& p : res["points"]) {
@@ -203,6 +203,12 @@ TEST(TunerRunner, IsolatesCrashesHangsAndWrongOutput) {
   ASSERT_EQ(res["points"].size(), 1u);
   const json& p = res["points"][0];
   EXPECT_EQ(p["evaluated"], 9);
+  // Timed: the five that ran correctly; the crash, hang, throw and wrong one were not.
+  EXPECT_EQ(p["timed"], 5);
+  EXPECT_EQ(p["not_usable"], 4);
+  EXPECT_EQ(out.timed, 5);
+  EXPECT_NE(out.summary_md.find("5 of 9 candidates timed"), std::string::npos) << out.summary_md;
+  EXPECT_NE(out.summary_md.find("| 5/9 | 4 |"), std::string::npos) << out.summary_md;
   EXPECT_NE(p["winner"]["config_key"].get<std::string>().find("behave=normal"), std::string::npos);
   EXPECT_NE(out.summary_md.find("not usable"), std::string::npos);
   fs::remove_all(d);
@@ -289,9 +295,14 @@ TEST(TunerRunner, ResumeRefusesAnotherSpaceDeviceOrBinary) {
   other.resume = true;
   other.tokens = {1, 2};
   EXPECT_NE(message(other).find("another space"), std::string::npos);
+  EXPECT_NE(message(other).find("tokens: 1 vs 1,2"), std::string::npos) << message(other);
   other.tokens = {1};
+  other.units[0].problem = scale_problem(1024);
+  EXPECT_NE(message(other).find("scale width: 64 vs 1024"), std::string::npos) << message(other);
+  other.units[0].problem = o.units[0].problem;
   other.strategy = Strategy::exhaustive;
   EXPECT_NE(message(other).find("other search settings"), std::string::npos);
+  EXPECT_NE(message(other).find("strategy: halving vs exhaustive"), std::string::npos) << message(other);
   // Without --resume the existing journal is not overwritten.
   EXPECT_NE(message(o).find("--resume"), std::string::npos);
   // A journal from another device or binary.

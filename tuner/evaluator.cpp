@@ -13,15 +13,16 @@ WorkerEvaluator::WorkerEvaluator(SweepState& s, WorkerProcess& w, int slot, int 
 
 void WorkerEvaluator::evaluate(Candidate& c, int round, const StopRule& rule, double incumbent_us) {
   const bool first = c.rounds == 0;
-  s_.progress->candidate_started(slot_, pt_.label, c.key);
+  s_.progress->candidate_started(slot_, pt_.index, pt_.label, c.key);
   const std::string key = eval_key(pt_.key, c.key, round);
   json line = s_.get(s_.cache_eval, key);
-  if (line.is_null()) {
+  const bool replayed = !line.is_null();
+  if (!replayed) {
     line = run(c, round, rule, incumbent_us);
     s_.record(s_.cache_eval, key, line);
   }
   apply(c, line);
-  s_.progress->candidate_finished(slot_, c.status, c.stats.median_us, first);
+  s_.progress->candidate_finished(slot_, c.status, c.stats.median_us, first, replayed);
 }
 
 bool WorkerEvaluator::interrupted() const { return interrupts().load() > 0; }

@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include "moe/error.hpp"
 #include "tuner/line_io.hpp"
@@ -53,20 +55,96 @@ JournalContents read_journal(const std::string& path) {
   return j;
 }
 
+namespace {
+
+std::string shown(const json& v) {
+  if (v.is_null()) return "(none)";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) {
+    std::string t;
+    for (auto& x : v) t += (t.empty() ? "" : ",") + shown(x);
+    return t;
+  }
+  return v.dump();
+}
+
+// "name: journal value vs now" for every leaf of two objects that differs, nested names
+// joined with '.'.
+void leaf_differences(const json& was, const json& now, const std::string& name, std::vector<std::string>& out) {
+  if (was.is_object() && now.is_object()) {
+    std::set<std::string> keys;
+    for (auto& [k, v] : was.items()) keys.insert(k);
+    for (auto& [k, v] : now.items()) keys.insert(k);
+    for (auto& k : keys)
+      leaf_differences(was.value(k, json()), now.value(k, json()), name.empty() ? k : name + "." + k, out);
+    return;
+  }
+  if (was != now) out.push_back(name + ": " + shown(was) + " vs " + shown(now));
+}
+
+// What sets the space apart: the families, their problems' parameters, the token counts and
+// the --space. Journals written before the header carried its plan say nothing.
+std::vector<std::string> plan_differences(const json& was, const json& now) {
+  std::vector<std::string> out;
+  if (!was.is_object() || !now.is_object()) return out;
+  auto kernels = [](const json& plan) {
+    json k = json::array();
+    for (auto& u : plan.value("units", json::array())) k.push_back(u.value("kernel", ""));
+    return k;
+  };
+  if (kernels(was) != kernels(now)) {
+    out.push_back("kernels: " + shown(kernels(was)) + " vs " + shown(kernels(now)));
+  } else {
+    const json &uw = was["units"], &un = now["units"];
+    for (std::size_t i = 0; i < uw.size(); ++i) {
+      std::vector<std::string> d;
+      leaf_differences(uw[i].value("problem", json::object()), un[i].value("problem", json::object()), "", d);
+      for (auto& line : d) {
+        const std::string named = uw[i].value("kernel", "") + " " + line;
+        if (std::find(out.begin(), out.end(), named) == out.end()) out.push_back(named);
+      }
+    }
+  }
+  for (const char* k : {"tokens", "space"})
+    if (was.value(k, json()) != now.value(k, json())) out.push_back(std::string(k) + ": " + shown(was[k]) + " vs " + shown(now[k]));
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string t;
+  for (auto& s : v) t += (t.empty() ? "" : "; ") + s;
+  return t;
+}
+
+}  // namespace
+
 void check_resumable(const json& found, const json& expected, const std::string& path) {
   auto field = [](const json& j, const char* k) { return j.contains(k) ? j[k].dump() : std::string("(none)"); };
+  const std::string todo = ". Resume with the same binary, device and arguments, or start a new sweep with another --out";
   auto refuse = [&](const std::string& what, const char* k) {
     return Error("cannot resume from " + path + ": it was written " + what + " (" + field(found, k) + ", this run: " +
-                 field(expected, k) + "). Resume with the same binary, device and arguments, or start a new sweep with another --out");
+                 field(expected, k) + ")" + todo);
+  };
+  // Names what differs as "name: journal value vs now"; hashes tell a user nothing.
+  auto refuse_differing = [&](const std::string& what, const std::vector<std::string>& diffs, const char* k) {
+    if (diffs.empty()) return refuse(what, k);
+    return Error("cannot resume from " + path + ": it was written " + what + " (journal vs now: " + joined(diffs) + ")" + todo);
   };
   if (found.value("device", "") != expected.value("device", "") || found.value("backend", "") != expected.value("backend", ""))
     throw refuse("on another device", "device");
   if (found.value("binary", "") != expected.value("binary", "")) throw refuse("by another moebench binary", "binary");
-  if (found.value("fingerprint", "") != expected.value("fingerprint", ""))
-    throw refuse("for another space (families, problems, token counts or configs differ)", "fingerprint");
+  if (found.value("fingerprint", "") != expected.value("fingerprint", "")) {
+    std::vector<std::string> diffs = plan_differences(found.value("plan", json()), expected.value("plan", json()));
+    if (diffs.empty() && found.contains("plan") && expected.contains("plan"))
+      diffs.push_back("the configs of the space (a --space file that changed?)");
+    throw refuse_differing("for another space", diffs, "fingerprint");
+  }
   if (found.value("shard", json()) != expected.value("shard", json())) throw refuse("by another shard", "shard");
-  if (found.value("settings", json()) != expected.value("settings", json()))
-    throw refuse("with other search settings (strategy, seed, timer, routing or stopping rule)", "settings");
+  if (found.value("settings", json()) != expected.value("settings", json())) {
+    std::vector<std::string> diffs;
+    leaf_differences(found.value("settings", json()), expected.value("settings", json()), "", diffs);
+    throw refuse_differing("with other search settings", diffs, "settings");
+  }
 }
 
 JournalWriter::JournalWriter(const std::string& path, const json& header, bool fresh) : path_(path) {

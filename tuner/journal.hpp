@@ -3,7 +3,8 @@
 // write() and fdatasync'ed, so a kill -9 loses at most the line being written. Line 1 is a
 // header naming the device, the binary and the space; `--resume` replays the rest and
 // refuses a journal whose header does not match. Line types:
-//   header  {schema, device, device_slug, backend, binary, fingerprint, settings, shard, command, created}
+//   header  {schema, device, device_slug, backend, binary, fingerprint, plan, settings, shard, command, created}
+//           (plan: {units: [{kernel, problem}], tokens, space}, what the fingerprint hashes, by name)
 //   prep    {point, bytes, flops, prepare_s} or {point, error}
 //   eval    {point, point_index, kernel, problem, tokens, cand_index, config, config_key, is_default,
 //            round, status, validation?, samples_us, reason, early_stop, timer, note?, error?,
@@ -28,8 +29,9 @@ struct JournalContents {
 // Reads a journal; Error when it is missing, empty or has no valid header.
 JournalContents read_journal(const std::string& path);
 
-// Refuses, with a message saying what differs and what to do, a journal written by another
-// device, binary, space, settings or shard.
+// Refuses, with a message saying what differs (each differing parameter or setting as
+// "name: journal value vs now") and what to do, a journal written by another device, binary,
+// space, settings or shard.
 void check_resumable(const json& found, const json& expected, const std::string& path);
 
 class JournalWriter {

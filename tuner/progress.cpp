@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "moe/error.hpp"
+#include "tuner/interrupt.hpp"
 #include "tuner/units.hpp"
 
 namespace moe::tuner {
@@ -18,39 +21,71 @@ ProgressMode parse_progress_mode(const std::string& s) {
 
 ProgressMode default_progress_mode() { return ::isatty(2) ? ProgressMode::tty : ProgressMode::plain; }
 
-Progress::Progress(ProgressMode mode, int devices, int total_candidates, int total_points, double plain_period_s)
+namespace {
+
+std::vector<EtaPoint> eta_points(const std::vector<ProgressPoint>& points) {
+  std::vector<EtaPoint> v;
+  for (auto& p : points) v.push_back(p.eta);
+  return v;
+}
+
+}  // namespace
+
+Progress::Progress(ProgressMode mode, int devices, std::vector<ProgressPoint> points, double plain_period_s,
+                   std::FILE* out)
     : mode_(mode),
+      out_(out),
       lines_(static_cast<std::size_t>(std::max(devices, 1))),
-      total_cands_(total_candidates),
-      total_points_(total_points),
+      current_(lines_.size(), -1),
+      eta_(eta_points(points), devices),
+      total_points_(static_cast<int>(points.size())),
       period_s_(plain_period_s),
       t0_(std::chrono::steady_clock::now()),
       last_draw_(t0_) {
-  event({{"event", "start"}, {"devices", devices}, {"candidates", total_candidates}, {"points", total_points}});
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    slot_of_[points[i].id] = static_cast<int>(i);
+    total_cands_ += points[i].eta.candidates;
+  }
+  event({{"event", "start"}, {"devices", devices}, {"candidates", total_cands_}, {"points", total_points_}});
 }
 
 Progress::~Progress() { finish(); }
 
-double Progress::eta_s() const {
-  const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  if (done_cands_ <= 0 || total_cands_ <= 0) return -1;
-  const double frac = std::min(1.0, static_cast<double>(done_cands_) / total_cands_);
-  return frac > 0 ? el / frac * (1 - frac) : -1;
+double Progress::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
 }
 
-std::string Progress::line_text(int dev) const {
+int Progress::slot(int point) const {
+  const auto it = slot_of_.find(point);
+  return it == slot_of_.end() ? -1 : it->second;
+}
+
+std::string Progress::line_text(int dev, std::size_t width) const {
   const Line& l = lines_[dev];
-  const double eta = eta_s();
-  std::string s = fmt::format("[dev {}] {}/{} candidates, {}/{} points", dev, done_cands_, total_cands_, done_points_,
-                              total_points_);
-  if (!l.point.empty()) s += " | " + l.point + " " + l.config;
-  if (l.best_us > 0) s += fmt::format(" | best {:.3f} us", l.best_us);
-  if (eta >= 0) s += " | ETA " + human_duration(eta);
-  return s;
+  const double eta = eta_.remaining_s(elapsed_s());
+  const std::string head = fmt::format("[dev {}] {}/{} candidates, {}/{} points", dev, done_cands_, total_cands_,
+                                       done_points_, total_points_);
+  std::string tail;
+  if (l.best_us > 0) tail += fmt::format(" | best {:.3f} us", l.best_us);
+  if (eta >= 0) tail += " | ETA " + human_duration(eta);
+  std::string what = l.point.empty() ? "" : " | " + l.point + " " + l.config;
+  // A long config (the layer's) gives way, not the best time and the ETA after it.
+  if (width > 0 && head.size() + what.size() + tail.size() > width) {
+    const std::size_t room = width > head.size() + tail.size() + 3 ? width - head.size() - tail.size() - 3 : 0;
+    what = what.substr(0, room) + "...";
+  }
+  return head + what + tail;
 }
 
 void Progress::clear_live() {
-  for (int i = 0; i < drawn_; ++i) std::fputs("\x1b[1A\x1b[2K", stderr);
+  // The interrupt handler wrote its message under the live lines: erasing upwards would erase
+  // it, so those lines stay above it and the next draw starts below.
+  const int said = std::min(interrupts().load(), 2);  // it writes for the first two only
+  if (said != interrupts_seen_) {
+    interrupts_seen_ = said;
+    drawn_ = 0;
+  }
+  for (int i = 0; i < drawn_; ++i) std::fputs("\x1b[1A\x1b[2K", out_);
   drawn_ = 0;
 }
 
@@ -61,51 +96,55 @@ void Progress::redraw(bool force) {
     if (!force && since < 0.1) return;
     clear_live();
     for (std::size_t d = 0; d < lines_.size(); ++d) {
-      std::string t = line_text(static_cast<int>(d));
-      if (t.size() > 160) t = t.substr(0, 157) + "...";
-      std::fprintf(stderr, "%s\n", t.c_str());
+      std::fprintf(out_, "%s\n", line_text(static_cast<int>(d), 160).c_str());
     }
     drawn_ = static_cast<int>(lines_.size());
-    std::fflush(stderr);
+    std::fflush(out_);
   } else if (mode_ == ProgressMode::plain) {
     if (!force && since < period_s_) return;
-    for (std::size_t d = 0; d < lines_.size(); ++d) std::fprintf(stderr, "%s\n", line_text(static_cast<int>(d)).c_str());
-    std::fflush(stderr);
+    for (std::size_t d = 0; d < lines_.size(); ++d) std::fprintf(out_, "%s\n", line_text(static_cast<int>(d)).c_str());
+    std::fflush(out_);
   }
   last_draw_ = now;
 }
 
-void Progress::candidate_started(int dev, const std::string& point, const std::string& config) {
+void Progress::candidate_started(int dev, int point, const std::string& label, const std::string& config) {
   std::lock_guard lock(mu_);
   Line& l = lines_.at(dev);
-  if (l.point != point) l.best_us = 0;
-  l.point = point;
+  if (l.point != label) l.best_us = 0;
+  l.point = label;
   l.config = config;
-  event({{"event", "candidate"}, {"device", dev}, {"point", point}, {"config", config}});
+  current_.at(dev) = slot(point);
+  if (current_[dev] >= 0) eta_.point_started(current_[dev], elapsed_s());
+  event({{"event", "candidate"}, {"device", dev}, {"point", label}, {"config", config}});
   redraw(false);
 }
 
-void Progress::candidate_finished(int dev, const std::string& status, double median_us, bool counted) {
+void Progress::candidate_finished(int dev, const std::string& status, double median_us, bool counted, bool replayed) {
   std::lock_guard lock(mu_);
   Line& l = lines_.at(dev);
-  if (counted) ++done_cands_;
+  if (counted) {
+    ++done_cands_;
+    if (current_.at(dev) >= 0) eta_.candidate_done(current_[dev], replayed);
+  }
   if (status == "ok" && median_us > 0 && (l.best_us == 0 || median_us < l.best_us)) l.best_us = median_us;
   event({{"event", "result"}, {"device", dev}, {"point", l.point}, {"config", l.config}, {"status", status},
          {"median_us", median_us}, {"done", done_cands_}, {"total", total_cands_}});
   redraw(false);
 }
 
-void Progress::point_finished(int dev, const std::string& point, const std::string& best, double best_us, int evaluated,
-                              int total, int unvisited) {
+void Progress::point_finished(int dev, int point, const std::string& label, const std::string& best, double best_us,
+                              int timed, int total, int unvisited) {
   std::lock_guard lock(mu_);
   done_cands_ += unvisited;
   ++done_points_;
-  event({{"event", "point"}, {"device", dev}, {"point", point}, {"best", best}, {"best_us", best_us},
-         {"evaluated", evaluated}, {"total", total}, {"points_done", done_points_}, {"points", total_points_}});
+  if (const int i = slot(point); i >= 0) eta_.point_finished(i, elapsed_s());
+  event({{"event", "point"}, {"device", dev}, {"point", label}, {"best", best}, {"best_us", best_us}, {"timed", timed},
+         {"total", total}, {"points_done", done_points_}, {"points", total_points_}});
   if (mode_ == ProgressMode::plain) {
-    std::fprintf(stderr, "done %s: best %s %.3f us (%d/%d timed) [%d/%d points]\n", point.c_str(), best.c_str(), best_us,
-                 evaluated, total, done_points_, total_points_);
-    std::fflush(stderr);
+    std::fprintf(out_, "done %s: best %s %.3f us (%d/%d timed) [%d/%d points]\n", label.c_str(), best.c_str(), best_us,
+                 timed, total, done_points_, total_points_);
+    std::fflush(out_);
   }
   redraw(mode_ == ProgressMode::tty);
 }
@@ -113,8 +152,8 @@ void Progress::point_finished(int dev, const std::string& point, const std::stri
 void Progress::warning(const std::string& text) {
   if (mode_ != ProgressMode::quiet) return message(text);
   std::lock_guard lock(mu_);
-  std::fprintf(stderr, "%s\n", text.c_str());
-  std::fflush(stderr);
+  std::fprintf(out_, "%s\n", text.c_str());
+  std::fflush(out_);
 }
 
 void Progress::message(const std::string& text) {
@@ -125,9 +164,9 @@ void Progress::message(const std::string& text) {
     return;
   }
   if (mode_ == ProgressMode::tty) clear_live();
-  std::fprintf(stderr, "%s\n", text.c_str());
+  std::fprintf(out_, "%s\n", text.c_str());
   if (mode_ == ProgressMode::tty) redraw(true);
-  std::fflush(stderr);
+  std::fflush(out_);
 }
 
 void Progress::event(const json& e) {

@@ -1,6 +1,7 @@
 #include "tuner/report.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <map>
 #include <vector>
@@ -16,9 +17,48 @@ std::string num(const json& j, const char* k, const char* f) {
   return fmt::format(fmt::runtime(f), j[k].get<double>());
 }
 
+// "block_m=64;tokens_per_task=16" -> "bm=64;tpt=16": each name of NAME=VALUE pairs separated
+// by ',' or ';' to its initials.
+std::string initials(const std::string& cfg) {
+  std::string out;
+  std::size_t b = 0;
+  while (b <= cfg.size()) {
+    std::size_t e = cfg.find_first_of(",;", b);
+    if (e == std::string::npos) e = cfg.size();
+    const std::string pair = cfg.substr(b, e - b);
+    const std::size_t eq = pair.find('=');
+    if (eq == std::string::npos) {
+      out += pair;
+    } else {
+      for (std::size_t i = 0; i < eq; ++i)
+        if (i == 0 || pair[i - 1] == '_') out += pair[i];
+      out += pair.substr(eq);
+    }
+    if (e < cfg.size()) out += cfg[e];
+    b = e + 1;
+  }
+  return out;
+}
+
+// The layer's config as it ran: "auto: STAGE=NAME=VALUE;...,..." (with `short_names`, the
+// stage configs' names to initials); "auto" alone does not say what was timed.
+std::string resolved_text(const json& resolved, bool short_names) {
+  const Params stages = params_from_json(resolved, "resolved config");
+  std::string t;
+  for (auto& [stage, v] : stages.values()) {
+    const std::string text = value_str(v);
+    t += (t.empty() ? "" : ",") + stage + "=" + (short_names ? initials(text) : text);
+  }
+  return "auto: " + t;
+}
+
+// Points of results written before "timed" was recorded: every evaluated candidate counted.
+int timed_count(const json& p) { return p.value("timed", p.value("evaluated", 0)); }
+int not_usable_count(const json& p) { return p.value("not_usable", 0); }
+
 }  // namespace
 
-std::string markdown_summary(const json& results) {
+std::string markdown_summary(const json& results, std::size_t config_width) {
   const json& meta = results.value("meta", json::object());
   std::string md;
   std::string timer;
@@ -30,7 +70,7 @@ std::string markdown_summary(const json& results) {
   int timed = 0, space = 0, points = 0;
   std::map<std::string, int> bad;
   for (auto& p : results["points"]) {
-    timed += p.value("evaluated", 0);
+    timed += timed_count(p);
     space += p.value("total", 0);
     ++points;
   }
@@ -41,8 +81,13 @@ std::string markdown_summary(const json& results) {
                     timed, space, points, meta.value("strategy", "?"), timer);
   if (meta.contains("timer") && meta["timer"].contains("notes"))
     for (auto& n : meta["timer"]["notes"]) md += "- timer note: " + n.get<std::string>() + "\n";
+  const bool cpu = meta.value("backend", "") == "cpu";
   if (meta.value("copy_bw_gbps", 0.0) > 0)
-    md += fmt::format("- measured copy bandwidth {:.0f} GB/s (100% of peak in the table)\n", meta["copy_bw_gbps"].get<double>());
+    md += cpu ? fmt::format("- host memory copy {:.0f} GB/s; no % of peak on the cpu backend: a problem that fits in "
+                            "cache moves faster than memory, so the ratio would be no fraction of a peak\n",
+                            meta["copy_bw_gbps"].get<double>())
+              : fmt::format("- measured copy bandwidth {:.0f} GB/s (100% of peak in the table)\n",
+                            meta["copy_bw_gbps"].get<double>());
   if (!bad.empty()) {
     std::string s;
     for (auto& [k, v] : bad) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", v, k);
@@ -58,31 +103,51 @@ std::string markdown_summary(const json& results) {
     if (!groups.count(k)) order.push_back(k);
     groups[k].push_back(&p);
   }
+  bool cut = false, above_peak = false;
   for (auto& k : order) {
     md += "\n## " + k + "\n\n";
-    md += "| tokens | chosen config | median us | vs default | GB/s | TFLOP/s | % of peak | timed |\n";
-    md += "|---:|---|---:|---:|---:|---:|---:|---:|\n";
+    md += "| tokens | chosen config | median us | vs default | GB/s | TFLOP/s | % of peak | timed | not usable |\n";
+    md += "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const json* p : groups[k]) {
+      const std::string counts = fmt::format("{}/{} | {}", timed_count(*p), p->value("total", 0), not_usable_count(*p));
       if (!p->contains("chosen")) {
-        md += fmt::format("| {} | {} | - | - | - | - | - | {}/{} |\n", p->value("tokens", 0),
+        md += fmt::format("| {} | {} | - | - | - | - | - | {} |\n", p->value("tokens", 0),
                           p->contains("error") ? "error: " + (*p)["error"].get<std::string>() : std::string("no valid config"),
-                          p->value("evaluated", 0), p->value("total", 0));
+                          counts);
         continue;
       }
       const json& c = (*p)["chosen"];
-      std::string cfg = c.value("config_key", "");
-      // The layer's "auto" stages as they ran: "auto" alone does not say what was timed.
-      if (c.contains("resolved_config") && c["resolved_config"].is_object())
-        cfg = "auto: " + params_from_json(c["resolved_config"], "resolved config").str();
-      if (p->value("kept_default", false)) cfg += " (default kept: winner within noise)";
-      else if (p->contains("default") && (*p)["default"].value("config_key", "") == c.value("config_key", "")) cfg += " (default)";
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {}/{} |\n", p->value("tokens", 0), cfg,
+      const bool resolved = c.contains("resolved_config") && c["resolved_config"].is_object();
+      const std::string key = c.value("config_key", "");
+      std::string note;
+      if (p->value("kept_default", false)) note = " (default kept: winner within noise)";
+      else if (!resolved && p->contains("default") && (*p)["default"].value("config_key", "") == key) note = " (default)";
+      std::string cfg = (resolved ? resolved_text(c["resolved_config"], false) : key) + note;
+      if (config_width > 3 && cfg.size() > config_width) {
+        cfg = (resolved ? resolved_text(c["resolved_config"], true) : initials(key)) + note;
+        if (cfg.size() > config_width) cfg = cfg.substr(0, config_width - 3) + "...";
+        cut = true;
+      }
+      std::string pct = num(*p, "pct_peak", "{:.1f}");
+      if (p->contains("pct_peak") && (*p)["pct_peak"].is_number() && (*p)["pct_peak"].get<double>() > 100) {
+        pct += " (cache)";
+        above_peak = true;
+      }
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", p->value("tokens", 0), cfg,
                         num(c, "median_us", "{:.3f}"), num(*p, "speedup_vs_default", "{:.2f}x"), num(*p, "gbps", "{:.1f}"),
-                        num(*p, "tflops", "{:.2f}"), num(*p, "pct_peak", "{:.1f}"), p->value("evaluated", 0),
-                        p->value("total", 0));
+                        num(*p, "tflops", "{:.2f}"), pct, counts);
     }
   }
+  if (above_peak)
+    md += "\n(cache): faster than the measured copy bandwidth, so the data came from cache (hot timer, or a problem "
+          "that fits in L2): not a fraction of the memory peak.\n";
+  if (cut)
+    md += fmt::format("\nConfigs longer than {} characters are abbreviated here (parameter names to their initials, "
+                      "then cut); summary.md and results.json hold them whole.\n",
+                      config_width);
   return md;
 }
+
+std::string printed_summary(const json& results) { return markdown_summary(results, ::isatty(1) ? 130 : 0); }
 
 }  // namespace moe::tuner

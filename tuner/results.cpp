@@ -57,7 +57,9 @@ json build_results(const JournalContents& jr, const json& meta) {
       ++a.rounds;
     }
   }
-  const double peak = meta.value("copy_bw_gbps", 0.0);
+  // On the cpu backend a problem that fits in cache moves faster than the host's memory copy
+  // (dispatch reached 480%), so that ratio is no fraction of any peak: GB/s only there.
+  const double peak = h.value("backend", "") == "cpu" ? 0.0 : meta.value("copy_bw_gbps", 0.0);
   json records = json::array();
   std::map<std::string, std::map<std::string, json>> by_point;  // point -> config_key -> record
   for (auto& [k, a] : acc) {
@@ -121,6 +123,11 @@ json build_results(const JournalContents& jr, const json& meta) {
               {"budget_hit", pl.value("budget_hit", false)}};
     if (pl.contains("error")) p["error"] = pl["error"];
     auto& recs = by_point[pkey];
+    // "evaluated" counts every candidate the search tried; only those that ran correctly were timed.
+    int timed = 0;
+    for (auto& [ck, r] : recs) timed += r.value("status", "") == "ok" ? 1 : 0;
+    p["timed"] = timed;
+    p["not_usable"] = std::max(0, p["evaluated"].get<int>() - timed);
     auto rec = [&](const char* k) -> const json* {
       const std::string ck = pl.value(k, json()).is_string() ? pl[k].get<std::string>() : "";
       auto it = recs.find(ck);

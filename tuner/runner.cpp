@@ -102,11 +102,9 @@ void finish_point(SweepState& s, int slot, PlanPoint& pt, const SearchResult* r,
                {"problem_key", runtime::problem_key(pt.problem)},
                {"tokens", pt.tokens},
                {"total", static_cast<int>(pt.candidates.size())}};
-  int evaluated = 0;
   std::string best;
   double best_us = 0;
   if (r) {
-    evaluated = r->evaluated;
     line["evaluated"] = r->evaluated;
     line["rounds"] = r->rounds;
     line["budget_hit"] = r->budget_hit;
@@ -128,9 +126,12 @@ void finish_point(SweepState& s, int slot, PlanPoint& pt, const SearchResult* r,
   // line, so the new outcome replaces the old error.
   const json old = s.get(s.cache_point, pt.key);
   if (old.is_null() || (old.contains("error") && old != line)) s.record(s.cache_point, pt.key, line);
-  int unvisited = 0;
-  for (auto& c : pt.candidates) unvisited += c.rounds == 0 ? 1 : 0;
-  s.progress->point_finished(slot, pt.label, best, best_us, evaluated, static_cast<int>(pt.candidates.size()), unvisited);
+  int unvisited = 0, timed = 0;
+  for (auto& c : pt.candidates) {
+    unvisited += c.rounds == 0 ? 1 : 0;
+    timed += c.ok() ? 1 : 0;
+  }
+  s.progress->point_finished(slot, pt.index, pt.label, best, best_us, timed, static_cast<int>(pt.candidates.size()), unvisited);
 }
 
 void device_loop(SweepState& s, int slot, int ordinal) {
@@ -250,6 +251,10 @@ json make_meta(SweepState& s, const JournalContents& jc, double wall_s) {
 }  // namespace
 
 json journal_header(const SweepOptions& o, const Plan& plan, const DeviceInfo& dev) {
+  json units = json::array();
+  for (const SweepUnit& u : o.units) units.push_back({{"kernel", u.family->name}, {"problem", params_to_json(u.problem)}});
+  json tokens = json::array();
+  for (auto t : o.tokens) tokens.push_back(t);
   return {{"type", "header"},
           {"schema", kJournalSchema},
           {"device", dev.name},
@@ -257,6 +262,8 @@ json journal_header(const SweepOptions& o, const Plan& plan, const DeviceInfo& d
           {"backend", std::string(backend_name(o.backend))},
           {"binary", version_string()},
           {"fingerprint", plan.fingerprint},
+          // What the fingerprint hashes, by name, so a refused --resume can say what differs.
+          {"plan", {{"units", units}, {"tokens", tokens}, {"space", o.space}}},
           {"settings",
            {{"strategy", std::string(strategy_name(o.strategy))},
             {"seed", o.seed},
@@ -321,9 +328,14 @@ SweepOutcome run_sweep(const SweepOptions& o) {
   s.journal = std::make_unique<JournalWriter>(jpath, header, !o.resume);
 
   int candidates = 0;
-  for (int i : s.mine) candidates += static_cast<int>(s.plan.points[i].candidates.size());
+  std::vector<ProgressPoint> progress_points;
+  for (int i : s.mine) {
+    const PlanPoint& pt = s.plan.points[i];
+    candidates += static_cast<int>(pt.candidates.size());
+    progress_points.push_back({pt.index, {pt.family->name, pt.estimate_s, static_cast<int>(pt.candidates.size())}});
+  }
   const int n_workers = o.backend == Backend::cuda ? static_cast<int>(o.devices.size()) : 1;
-  s.progress = std::make_unique<Progress>(o.progress, n_workers, candidates, static_cast<int>(s.mine.size()));
+  s.progress = std::make_unique<Progress>(o.progress, n_workers, std::move(progress_points));
   {
     InterruptGuard guard(o.handle_signals);
     std::vector<std::thread> threads;
@@ -364,7 +376,7 @@ SweepOutcome run_sweep(const SweepOptions& o) {
   out.candidates = candidates;
   for (auto& p : out.results["points"]) {
     ++out.points_done;
-    out.timed += p.value("evaluated", 0);
+    out.timed += p.value("timed", 0);
     if (p.contains("error")) out.failed_points.push_back(p.value("point", std::string("?")) + ": " + p.value("error", ""));
   }
   return out;

@@ -76,17 +76,36 @@ ResolvedLayer resolve_layer(Backend b, const Params& L, const Params& config, co
     const std::string& text = config.s(s.name);
     StageChoice ch;
     if (text == "auto") {
-      runtime::Choice c = runtime::choose_config(f, b, s.problem, dev, dirs, quiet);
+      // Quiet: five stages' full warnings ran to ~2500 characters; one short line each is said below.
+      runtime::Choice c = runtime::choose_config(f, b, s.problem, dev, dirs, true);
       ch.config = std::move(c.config);
       ch.how = std::string(runtime::match_name(c.how));
       ch.table = std::move(c.table);
       ch.key = c.key;
-      ch.warning = std::move(c.warning);
+      if (c.missing)
+        ch.warning = "no " + f.name + " table under " + (dirs.empty() ? std::string(".") : dirs.front()) +
+                     " for this problem; its default config runs";
+      else if (c.how == runtime::Match::fallback)
+        ch.warning = c.reason + "; its default config runs";
     } else {
       ch = explicit_choice(f, impl, s, text, dev);
     }
     if (impl.workspace_bytes) r.stage_workspace = std::max(r.stage_workspace, impl.workspace_bytes(s.problem, ch.config));
     r.choices.push_back(std::move(ch));
+  }
+  if (!quiet) {
+    bool fell_back = false;
+    for (std::size_t i = 0; i < r.stages.size(); ++i)
+      if (!r.choices[i].warning.empty()) {
+        runtime::warn_once(r.choices[i].table, "moe-layer stage " + r.stages[i].name + ": " + r.choices[i].warning);
+        fell_back = true;
+      }
+    // One command makes every stage's table: the layer's own sweep.
+    if (fell_back) {
+      const std::string cmd =
+          runtime::sweep_command(family("moe-layer"), b, L, dirs.empty() ? std::string(".") : dirs.front());
+      runtime::warn_once(cmd, "moe-layer: tune its stages with: " + cmd);
+    }
   }
   return r;
 }

@@ -33,13 +33,16 @@ std::int64_t nearest_key(const std::vector<std::int64_t>& keys, std::int64_t tok
 
 std::string sweep_command(const FamilyDesc& f, Backend b, const Params& problem, const std::string& dir) {
   std::string cmd = "moebench sweep " + f.name;
-  for (auto& [k, v] : problem.values())
-    if (k != "tokens") cmd += " --" + k + " " + value_str(v);
+  // A parameter at its default goes without saying: the command stays short enough to read.
+  for (auto& [k, v] : problem.values()) {
+    const ParamSpec* spec = f.problem_param(k);
+    if (k != "tokens" && !(spec && spec->default_value == v)) cmd += " --" + k + " " + value_str(v);
+  }
   cmd += " --backend " + std::string(backend_name(b)) + " --tables " + dir;
   return cmd;
 }
 
-static void warn_once(const std::string& key, const std::string& msg) {
+void warn_once(const std::string& key, const std::string& msg) {
   static std::mutex mu;
   static std::set<std::string> said;
   std::lock_guard lock(mu);
@@ -135,9 +138,9 @@ Choice choose_config(const FamilyDesc& f, Backend b, const Params& problem, cons
   const std::string cmd = sweep_command(f, b, problem, first_dir);
   if (problem_note.empty()) {
     c.reason = "no table " + c.table;
-    c.warning = "no config table for " + f.name + " (" + std::string(backend_name(b)) + ", " + device + ", " + key +
-                "): " + c.table + " does not exist; using the default config " + c.config.str() +
-                ". Tune it with: " + cmd;
+    c.missing = true;
+    c.warning = "no config table for " + f.name + ": " + c.table + " does not exist; using the default config " +
+                c.config.str() + ". Tune it with: " + cmd;
   } else {
     c.reason = problem_note;
     c.warning = problem_note + "; using the default config " + c.config.str() + ". Re-tune it with: " + cmd;

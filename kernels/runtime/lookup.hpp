@@ -23,6 +23,7 @@ struct Choice {
   TableEntry entry;      // the entry used (exact or nearest)
   std::string reason;    // one line: why this config
   std::string warning;   // set when falling back to the default
+  bool missing = false;  // the fallback's cause: no table in any of the dirs
 };
 
 // The key for `tokens`: itself when present, else the nearest in |log2(key/tokens)| with ties
@@ -34,7 +35,11 @@ std::int64_t nearest_key(const std::vector<std::int64_t>& keys, std::int64_t tok
 Choice choose_config(const FamilyDesc& f, Backend b, const Params& problem, const DeviceInfo& dev,
                      const std::vector<std::string>& dirs, bool quiet = false);
 
-// `moebench sweep <family> --<param> <value> ... --backend <b> --tables <dir>`
+// `moebench sweep <family> --<param> <value> ... --backend <b> --tables <dir>`, naming only the
+// parameters that differ from their defaults.
 std::string sweep_command(const FamilyDesc& f, Backend b, const Params& problem, const std::string& dir);
+
+// Prints "moebench: warning: <msg>" on stderr, the first time per `key` in this process.
+void warn_once(const std::string& key, const std::string& msg);
 
 }  // namespace moe::runtime
