@@ -7,9 +7,10 @@ namespace moe::tuner {
 
 struct PlanPoint;
 
-// Seconds, from nominal rates of the backend; only ratios between points are meant. It
-// depends on the point and the backend only, so every shard of a sweep (and a resumed one)
-// computes the same figures and so the same partition.
+// Seconds, from nominal rates of the backend: right in ratio between points (what sharding
+// needs), and within a few times in absolute terms, which the ETA (tuner/eta.hpp) corrects
+// with what the finished points took. It depends on the point and the backend only, so every
+// shard of a sweep (and a resumed one) computes the same figures and so the same partition.
 double estimated_point_seconds(const PlanPoint& p, Backend backend);
 
 }  // namespace moe::tuner
