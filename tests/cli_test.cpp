@@ -3,12 +3,15 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "io/npy.hpp"
 #include "moe/cuda_device.hpp"
 
 namespace {
@@ -28,6 +31,11 @@ Result sh(const std::string& args) {
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+// A sweep that would finish fast if a refused flag were accepted after all.
+std::string quick_sweep(const std::string& dir) { return " --backend cpu --tokens 4 --budget 1 --tables none --quiet --out " + dir; }
 
 std::string tmpdir(const std::string& name) {
   auto d = std::filesystem::temp_directory_path() / ("moebench-cli-" + name + "-" + std::to_string(::getpid()));
@@ -124,6 +132,27 @@ TEST(Cli, HelpListsEveryCommand) {
   EXPECT_EQ(r.rc, 0);
   for (const char* c : {"devices", "list", "run", "sweep", "compare", "lookup", "merge"})
     EXPECT_NE(r.out.find(c), std::string::npos) << c;
+}
+
+// A stray huge dst value must not size y_sorted: dispatch never makes more rows than this.
+TEST(Cli, CombineRefusesDstBeyondTheRowsDispatchMakes) {
+  const std::string d = tmpdir("dst");
+  moe::Tensor dst(moe::DType::i32, {4 * 8});
+  for (std::int32_t i = 0; i < 32; ++i) dst.data<std::int32_t>()[i] = i;
+  dst.data<std::int32_t>()[3] = 1000000;
+  moe::write_npy(d + "/dst.npy", dst);
+  const auto r = sh("run combine --backend cpu --tokens 4 --topk 8 --experts 64 --align 16 --hidden 64 --input dst=" + d + "/dst.npy");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  // 4*8 slots + 64 experts * 15 padding rows
+  EXPECT_NE(r.out.find("dst[3] = 1000000 is not a row of this problem: dispatch makes at most 992 rows"), std::string::npos)
+      << r.out;
+  // The largest row that can exist is accepted.
+  dst.data<std::int32_t>()[3] = 991;
+  moe::write_npy(d + "/dst.npy", dst);
+  const auto ok = sh("run combine --backend cpu --tokens 4 --topk 8 --experts 64 --align 16 --hidden 64 --repeat 1 --input dst=" +
+                     d + "/dst.npy");
+  EXPECT_EQ(ok.rc, 0) << ok.out;
+  std::filesystem::remove_all(d);
 }
 
 }  // namespace
