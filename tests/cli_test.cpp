@@ -155,4 +155,22 @@ TEST(Cli, CombineRefusesDstBeyondTheRowsDispatchMakes) {
   std::filesystem::remove_all(d);
 }
 
+// An input file of a dtype the family has no --dtype for is told the dtypes that exist.
+TEST(Cli, WrongDtypeInputNamesTheDtypesThatExist) {
+  const std::string d = tmpdir("dtype");
+  moe::write_npy(d + "/l64.npy", moe::Tensor(moe::DType::f64, {4, 64}));
+  moe::write_npy(d + "/l16.npy", moe::Tensor(moe::DType::f16, {4, 64}));
+  moe::write_npy(d + "/ids.npy", moe::Tensor(moe::DType::i64, {4, 8}));
+  auto r = sh("run router --backend cpu --tokens 4 --input logits=" + d + "/l64.npy");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("has dtype f64, expected f32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(f32|bf16|f16); f64 is not one"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("--dtype f64"), std::string::npos) << r.out;
+  r = sh("run router --backend cpu --tokens 4 --input logits=" + d + "/l16.npy");
+  EXPECT_NE(r.out.find("set the problem's dtype to match: --dtype f16"), std::string::npos) << r.out;
+  r = sh("run dispatch --backend cpu --tokens 4 --input ids=" + d + "/ids.npy");
+  EXPECT_NE(r.out.find("has dtype i64, expected i32: convert the file to i32 (ids is always i32)"), std::string::npos) << r.out;
+  std::filesystem::remove_all(d);
+}
+
 }  // namespace
