@@ -134,6 +134,33 @@ TEST(Cli, HelpListsEveryCommand) {
     EXPECT_NE(r.out.find(c), std::string::npos) << c;
 }
 
+// A results file of the right schema with a record of the wrong shape is the user's to fix.
+TEST(Cli, CompareRefusesARecordOfTheWrongShape) {
+  const std::string d = tmpdir("results");
+  std::ofstream(d + "/r.json") << R"({"schema": "moebench/results@1", "records": [{"kernel": 5}]})";
+  const auto r = sh("compare " + d + "/r.json " + d + "/r.json");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("record 0: kernel is 5, not a string"), std::string::npos) << r.out;
+  std::filesystem::remove_all(d);
+}
+
+// The footprint check is told there is plenty (MOEBENCH_HOST_MEM_BYTES), the address space is
+// not: the allocation itself fails, and says how big it was.
+TEST(Cli, OutOfMemoryIsAnInputErrorWithTheSize) {
+  const std::string cmd = "(ulimit -v 3000000; MOEBENCH_HOST_MEM_BYTES=1e15 " + std::string(MOEBENCH_EXE) +
+                          " run combine --backend cpu --tokens 65536 --hidden 8192 --repeat 1) 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (std::fgets(buf.data(), buf.size(), p)) out += buf.data();
+  const int st = pclose(p);
+  EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 2) << out;
+  EXPECT_NE(out.find("moebench: error: cannot allocate "), std::string::npos) << out;
+  EXPECT_NE(out.find(" GB for a bf16 ["), std::string::npos) << out;
+  EXPECT_NE(out.find("does not fit in this machine's memory"), std::string::npos) << out;
+  EXPECT_EQ(out.find("internal error"), std::string::npos) << out;
+}
+
 // A stray huge dst value must not size y_sorted: dispatch never makes more rows than this.
 TEST(Cli, CombineRefusesDstBeyondTheRowsDispatchMakes) {
   const std::string d = tmpdir("dst");
