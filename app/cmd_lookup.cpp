@@ -4,6 +4,7 @@
 #include <cctype>
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
@@ -63,6 +64,10 @@ void add_lookup_command(CLI::App& root) {
     const Backend b = a->backend.empty() ? (cuda_device_count() > 0 ? Backend::cuda : Backend::cpu) : parse_backend(a->backend);
     if (b == Backend::cpu) refuse_for_cpu(*cmd, "--device", "names the GPU whose tables to read");
     const DeviceInfo dev = lookup_device(b, a->device, a->threads);
+    // A missing folder is a missing table (the warning says what would make it); a file is a mistake.
+    std::error_code ec;
+    if (!a->tables.empty() && std::filesystem::exists(a->tables, ec) && !std::filesystem::is_directory(a->tables, ec))
+      throw Error("--tables " + a->tables + " is not a folder: give the folder of tables (what `moebench sweep --tables` wrote)");
     const std::vector<std::string> dirs = a->tables.empty() ? runtime::default_table_dirs() : std::vector<std::string>{a->tables};
     Params problem = problem_params(f, a->problem, true);
     for (std::int64_t t : tuner::parse_token_list(a->problem.tokens)) {

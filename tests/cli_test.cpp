@@ -238,6 +238,15 @@ TEST(Cli, SaveIntoAFolderThatCannotBeMadeIsRefusedBeforeRunning) {
   std::filesystem::remove_all(d);
 }
 
+TEST(Cli, LookupTablesThatIsAFileIsRefused) {
+  const std::string d = tmpdir("lookup-tables");
+  std::ofstream(d + "/file") << "x";
+  const auto r = sh("lookup router --backend cpu --tokens 4 --tables " + d + "/file");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("--tables " + d + "/file is not a folder"), std::string::npos) << r.out;
+  std::filesystem::remove_all(d);
+}
+
 // The footprint check is told there is plenty (MOEBENCH_HOST_MEM_BYTES), the address space is
 // not: the allocation itself fails, and says how big it was.
 TEST(Cli, OutOfMemoryIsAnInputErrorWithTheSize) {
