@@ -21,6 +21,8 @@ void add_compare_command(CLI::App& root) {
   cmd->add_option("--fail-on", a->fail_on, "exit 1 when any record is SLOW (or BROKEN): slow | none")
       ->check(CLI::IsMember({"slow", "none"}))
       ->default_str("none");
+  cmd->footer("Exit status: 0 compared; 1 SLOW or BROKEN records, with --fail-on slow; 2 usage or input error (a file "
+              "unreadable or not results); 3 internal error (a bug: please report it). See docs/exit-codes.md.");
   cmd->callback([a] {
     const double thr = tuner::parse_fraction(a->threshold, "--threshold");
     const auto rep = tuner::compare_results(tuner::read_results(a->base), tuner::read_results(a->now), thr);

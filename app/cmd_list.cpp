@@ -17,6 +17,8 @@ static std::string spec_line(const ParamSpec& s) {
     allowed = "0|1";
   } else if (s.kind == ParamKind::Int && (s.min != INT64_MIN || s.max != INT64_MAX)) {
     allowed = fmt::format("{}..{}", s.min, s.max);
+  } else if (s.kind == ParamKind::Float && s.above > -HUGE_VAL) {
+    allowed = "> " + value_str(s.above);
   }
   return fmt::format("    {:<14} {:<10} {:<22} {}", s.name, value_str(s.default_value), allowed, s.help);
 }

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "app/commands.hpp"
+#include "app/flag_checks.hpp"
 #include "app/problem_cli.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
@@ -21,10 +25,11 @@ DeviceInfo lookup_device(Backend b, const std::string& device, int threads) {
   if (b == Backend::cpu) return cpu_device_info(threads);
   const bool ordinal = !device.empty() && std::all_of(device.begin(), device.end(), [](unsigned char c) { return std::isdigit(c); });
   if (device.empty() || ordinal) {
-    const int o = device.empty() ? 0 : std::stoi(device);
+    const long o = device.empty() ? 0 : std::min<long>(std::strtol(device.c_str(), nullptr, 10), INT_MAX);
     if (cuda_device_count() == 0)
       throw Error("no CUDA device is visible: give --device NAME (e.g. \"NVIDIA H100 80GB HBM3\") to read that device's tables, or --backend cpu");
-    return cuda_device_info(o);
+    require_cuda_device(static_cast<int>(o));
+    return cuda_device_info(static_cast<int>(o));
   }
   DeviceInfo d;
   d.backend = Backend::cuda;
@@ -48,13 +53,21 @@ void add_lookup_command(CLI::App& root) {
   cmd->add_option("--backend", a->backend, "cpu | cuda (default: cuda when a GPU is visible)");
   cmd->add_option("--device", a->device, "CUDA ordinal, or a device name to read its tables without it");
   cmd->add_option("--tables", a->tables, "table directory (default: $MOEBENCH_CONFIG_DIR, else the shipped configs/)");
-  cmd->add_option("--threads", a->threads, "cpu backend threads (0: all)");
+  allow_only(cmd->add_option("--threads", a->threads, "cpu backend threads (0: all)"), Allowed::non_negative_int,
+             "0: all cores");
   cmd->add_flag("--json", a->json, "one JSON object per token count");
-  cmd->callback([a] {
+  cmd->footer("Exit status: 0 answered (a missing table is a warning); 2 usage or input error; 3 internal error (a "
+              "bug: please report it). See docs/exit-codes.md.");
+  cmd->callback([cmd, a] {
     const FamilyDesc& f = family(a->family);
     if (a->problem.tokens.empty()) throw Error("lookup needs --tokens N (or a list: 1,16,256)");
     const Backend b = a->backend.empty() ? (cuda_device_count() > 0 ? Backend::cuda : Backend::cpu) : parse_backend(a->backend);
+    if (b == Backend::cpu) refuse_for_cpu(*cmd, "--device", "names the GPU whose tables to read");
     const DeviceInfo dev = lookup_device(b, a->device, a->threads);
+    // A missing folder is a missing table (the warning says what would make it); a file is a mistake.
+    std::error_code ec;
+    if (!a->tables.empty() && std::filesystem::exists(a->tables, ec) && !std::filesystem::is_directory(a->tables, ec))
+      throw Error("--tables " + a->tables + " is not a folder: give the folder of tables (what `moebench sweep --tables` wrote)");
     const std::vector<std::string> dirs = a->tables.empty() ? runtime::default_table_dirs() : std::vector<std::string>{a->tables};
     Params problem = problem_params(f, a->problem, true);
     for (std::int64_t t : tuner::parse_token_list(a->problem.tokens)) {

@@ -19,6 +19,8 @@ void add_merge_command(CLI::App& root) {
   cmd->add_option("--out", a->out, "directory for the merged journal, results and summary")->required();
   cmd->add_option("--tables", a->tables, "also write config tables under this directory (none: do not)")
       ->default_str("none");
+  cmd->footer("Exit status: 0 merged (missing shards are a warning); 2 usage or input error (inputs that do not "
+              "belong together, an unreadable input); 3 internal error (a bug: please report it). See docs/exit-codes.md.");
   cmd->callback([a] {
     const auto m = tuner::merge_sweeps(a->inputs, a->out, a->tables == "none" ? "" : a->tables);
     fmt::print("{}\n", tuner::printed_summary(m.results));

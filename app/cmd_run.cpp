@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "app/commands.hpp"
+#include "app/flag_checks.hpp"
 #include "app/problem_cli.hpp"
 #include "io/npy.hpp"
 #include "moe/cuda_device.hpp"
@@ -11,6 +12,7 @@
 #include "tuner/save_case.hpp"
 #include "tuner/harness.hpp"
 #include "tuner/problem.hpp"
+#include "tuner/tables_dir.hpp"
 
 namespace moe::app {
 
@@ -46,10 +48,11 @@ TensorMap load_inputs(const FamilyDesc& f, const Params& problem, const std::vec
   return given;
 }
 
-void run(const ProblemArgs& pa, const RunArgs& ra) {
+void run(const CLI::App& cmd, const ProblemArgs& pa, const RunArgs& ra) {
   const FamilyDesc& f = family(ra.family);
   const Backend backend = pick_backend(ra.backend);
   if (backend == Backend::cuda) require_cuda_device(ra.device);
+  else refuse_for_cpu(cmd, "--device", "names the GPU to run on");
   const DeviceInfo dev = backend == Backend::cuda ? cuda_device_info(ra.device) : cpu_device_info(ra.threads);
   f.need_backend(backend);
 
@@ -57,6 +60,8 @@ void run(const ProblemArgs& pa, const RunArgs& ra) {
   const auto tokens = tuner::parse_token_list(pa.tokens);
   if (tokens.size() != 1) throw Error("run takes one token count; use `moebench sweep` for several");
   problem.set("tokens", tokens[0]);
+  // Before making the inputs and running, which may take long, not after it.
+  if (!ra.save.empty()) tuner::check_writable_dir(ra.save, "--save", "give a folder that can be created and written");
 
   std::unique_ptr<Tensor> replay;
   InputOptions opt;
@@ -88,7 +93,11 @@ void run(const ProblemArgs& pa, const RunArgs& ra) {
     tuner::save_tensors(ra.save, p, o.outputs);
     fmt::print("saved    inputs, outputs and reference outputs (*.ref.npy) as .npy in {}\n", ra.save);
   }
-  if (!o.validation.ok) throw Error(f.name + " output does not match the reference (see validate line above)");
+  if (!o.validation.ok) {
+    std::fflush(stdout);
+    fmt::print(stderr, "moebench: error: {} output does not match the reference (see the validate line above)\n", f.name);
+    throw CLI::RuntimeError(1);  // it ran; the check failed
+  }
 }
 
 }  // namespace
@@ -102,16 +111,21 @@ void add_run_command(CLI::App& root) {
   cmd->add_option("family", ra->family, "kernel family: " + names)->required();
   add_problem_options(*cmd, *pa, "64");
   cmd->add_option("--backend", ra->backend, "cpu | cuda | auto (cuda when a GPU is visible)")->default_str("auto");
-  cmd->add_option("--device", ra->device, "CUDA device ordinal")->default_str("0");
-  cmd->add_option("--threads", ra->threads, "cpu backend threads (0: all cores)")->default_str("0");
+  allow_only(cmd->add_option("--device", ra->device, "CUDA device ordinal")->default_str("0"), Allowed::non_negative_int);
+  allow_only(cmd->add_option("--threads", ra->threads, "cpu backend threads (0: all cores)")->default_str("0"),
+             Allowed::non_negative_int, "0: all cores");
   cmd->add_option("--config", ra->config, "config as NAME=VALUE,... (unset ones: the family default)");
   cmd->add_option("--input", ra->inputs, "NAME=FILE.npy: use this input instead of a generated one (repeatable)");
   cmd->add_option("--save", ra->save, "write every input, output and reference output as NAME.npy in DIR");
   cmd->add_option("--dist", ra->dist, "routing: uniform | zipf | FILE.npy (captured logits [N,E] or ids [N,k])")->default_str("uniform");
-  cmd->add_option("--zipf-s", ra->zipf_s, "zipf exponent for --dist zipf")->default_str("1.2");
+  allow_only(cmd->add_option("--zipf-s", ra->zipf_s, "zipf exponent for --dist zipf (0: uniform)")->default_str("1.2"),
+             Allowed::non_negative_number, "0: uniform; larger: more skewed");
   cmd->add_option("--seed", ra->seed, "random seed for generated inputs")->default_str("1");
-  cmd->add_option("--repeat", ra->repeat, "timed runs (the first is validated)")->default_str("5")->check(CLI::PositiveNumber);
-  cmd->callback([pa, ra] { run(*pa, *ra); });
+  allow_only(cmd->add_option("--repeat", ra->repeat, "timed runs (the first is validated)")->default_str("5"),
+             Allowed::positive_int);
+  cmd->footer("Exit status: 0 the output matched the reference; 1 it did not (the validate line says which tensor); "
+              "2 usage or input error; 3 internal error (a bug: please report it). See docs/exit-codes.md.");
+  cmd->callback([cmd, pa, ra] { run(*cmd, *pa, *ra); });
 }
 
 }  // namespace moe::app

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "app/commands.hpp"
+#include "app/flag_checks.hpp"
 #include "app/problem_cli.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
@@ -16,6 +17,7 @@
 #include "tuner/problem.hpp"
 #include "tuner/report.hpp"
 #include "tuner/runner.hpp"
+#include "tuner/space_file.hpp"
 #include "tuner/tables_dir.hpp"
 
 namespace moe::app {
@@ -57,6 +59,7 @@ std::vector<const FamilyDesc*> sweep_targets(const std::string& what, Backend b,
 
 std::vector<int> parse_devices(const std::string& text) {
   const int n = cuda_device_count();
+  if (n == 0) require_cuda_device(0);  // says why there is none
   std::vector<int> out;
   if (text == "all") {
     for (int i = 0; i < n; ++i) out.push_back(i);
@@ -67,6 +70,9 @@ std::vector<int> parse_devices(const std::string& text) {
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end || v < 0) throw Error("--devices '" + text + "': use all or a list of GPU ordinals like 0,1,3");
+    if (v >= n)
+      throw Error("--devices '" + text + "': there is no GPU " + item + ": " + std::to_string(n) +
+                  " visible, ordinals 0.." + std::to_string(n - 1) + " (see `moebench devices`)");
     out.push_back(static_cast<int>(v));
   }
   return out;
@@ -97,15 +103,13 @@ std::string default_out(const DeviceInfo& dev) {
   return "sweeps/" + runtime::device_slug(dev) + "-" + buf;
 }
 
-void run(const SweepArgs& a) {
+void run(const CLI::App& cmd, const SweepArgs& a) {
   const Backend backend =
       a.backend.empty() ? (cuda_device_count() > 0 ? Backend::cuda : Backend::cpu) : parse_backend(a.backend);
   tuner::SweepOptions o;
   o.backend = backend;
-  if (backend == Backend::cuda) {
-    o.devices = parse_devices(a.devices);
-    if (o.devices.empty()) require_cuda_device(0);
-  }
+  if (backend == Backend::cuda) o.devices = parse_devices(a.devices);
+  else refuse_for_cpu(cmd, "--devices", "names the GPUs to sweep on");
   if (a.what == "all" || a.what == "moe-layer") {
     std::vector<std::string> warnings;
     o.units = tuner::layer_units(problem_params(family("moe-layer"), a.problem, false), backend, warnings);
@@ -115,6 +119,9 @@ void run(const SweepArgs& a) {
     for (const FamilyDesc* f : sweep_targets(a.what, backend, strict))
       o.units.push_back({f, problem_params(*f, a.problem, strict)});
   }
+  std::vector<const FamilyDesc*> swept;
+  for (auto& u : o.units) swept.push_back(u.family);
+  tuner::check_space_file(a.space, swept, backend);
   o.tokens = tuner::parse_token_list(a.problem.tokens);
   o.threads = a.threads;
   o.space = a.space;
@@ -134,8 +141,9 @@ void run(const SweepArgs& a) {
   o.rule.max_noise = tuner::parse_fraction(a.max_noise, "--max-noise");
   o.rule.min_time_s = tuner::parse_duration(a.min_time, "--min-time");
   o.rule.max_time_s = tuner::parse_duration(a.max_time, "--max-time");
+  if (o.rule.max_time_s <= 0) throw Error("--max-time " + a.max_time + ": must be a positive duration (e.g. 250ms, 1s)");
   o.watchdog_s = tuner::parse_duration(a.watchdog, "--watchdog");
-  if (o.watchdog_s <= 0) throw Error("--watchdog must be positive");
+  if (o.watchdog_s <= 0) throw Error("--watchdog " + a.watchdog + ": must be a positive duration (e.g. 20s)");
   const DeviceInfo dev = backend == Backend::cuda ? cuda_device_info(o.devices.front()) : cpu_device_info(a.threads);
   std::vector<std::string> argv = command_argv();
   o.command = shell_join(argv);
@@ -193,7 +201,8 @@ void add_sweep_command(CLI::App& root) {
   add_problem_options(*cmd, a->problem, "default");
   cmd->add_option("--backend", a->backend, "cpu | cuda (default: cuda when a GPU is visible)");
   cmd->add_option("--devices", a->devices, "GPUs to use, one worker each: all | 0,1,...")->default_str("all");
-  cmd->add_option("--threads", a->threads, "cpu backend threads (0: all)");
+  allow_only(cmd->add_option("--threads", a->threads, "cpu backend threads (0: all)"), Allowed::non_negative_int,
+             "0: all cores");
   cmd->add_option("--space", a->space, "default | full | FILE.json (a list of configs, or {family: [configs]})")
       ->default_str("default");
   cmd->add_option("--strategy", a->strategy, "exhaustive | random | halving")->default_str("halving");
@@ -206,7 +215,8 @@ void add_sweep_command(CLI::App& root) {
   cmd->add_option("--tables", a->tables, "where config tables go, checked writable before sweeping (none: write none)")
       ->default_str("first dir of $MOEBENCH_CONFIG_DIR, else ./configs");
   cmd->add_option("--dist", a->dist, "routing: uniform | zipf | FILE.npy (captured logits or ids)")->default_str("uniform");
-  cmd->add_option("--zipf-s", a->zipf_s, "zipf exponent for --dist zipf")->default_str("1.2");
+  allow_only(cmd->add_option("--zipf-s", a->zipf_s, "zipf exponent for --dist zipf (0: uniform)")->default_str("1.2"),
+             Allowed::non_negative_number, "0: uniform; larger: more skewed");
   cmd->add_option("--seed", a->seed, "seed of every random input")->default_str("0");
   cmd->add_option("--timer", a->timer, "cuda: cold (L2 flushed per sample, CUPTI) | hot (CUDA-graph batch)")
       ->default_str("cold");
@@ -214,7 +224,8 @@ void add_sweep_command(CLI::App& root) {
   cmd->add_option("--save-invalid", a->save_invalid,
                   "write an invalid candidate's inputs, outputs and reference as .npy, with the `moebench run` "
                   "command that reproduces it, under DIR/FAMILY/PROBLEM/CONFIG");
-  cmd->add_option("--min-samples", a->min_samples, "samples before a candidate may stop")->default_str("10");
+  allow_only(cmd->add_option("--min-samples", a->min_samples, "samples before a candidate may stop")->default_str("10"),
+             Allowed::positive_int);
   cmd->add_option("--max-noise", a->max_noise, "stop once the median's relative noise is below this")->default_str("1%");
   cmd->add_option("--min-time", a->min_time, "measured time before a candidate may stop")->default_str("1ms");
   cmd->add_option("--max-time", a->max_time, "time-out of one candidate's measurement")->default_str("1s");
@@ -223,7 +234,10 @@ void add_sweep_command(CLI::App& root) {
   cmd->add_option("--progress", a->progress, "tty | plain | json | quiet (default: tty on a terminal, else plain)");
   cmd->add_flag("--quiet", a->quiet, "no progress lines (the summary is still printed)");
   cmd->add_flag("--json", a->json, "progress as JSON events on stdout, for machines");
-  cmd->callback([a] { run(*a); });
+  cmd->footer("Exit status: 0 done; 1 some points could not run (the others' results and tables are written); 2 usage "
+              "or input error, found before sweeping; 3 internal error (a bug: please report it); 130 interrupted (it "
+              "prints the command that resumes). See docs/exit-codes.md.");
+  cmd->callback([cmd, a] { run(*cmd, *a); });
 }
 
 }  // namespace moe::app

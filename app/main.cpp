@@ -1,4 +1,6 @@
 #include <cstdio>
+#include <new>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -6,11 +8,29 @@
 #include "moe/error.hpp"
 #include "tuner/version.hpp"
 
+namespace {
+
+// "moebench sweep": the command whose options were being parsed, for the --help hint.
+std::string command_path(const CLI::App& root) {
+  std::string path = "moebench";
+  const CLI::App* at = &root;
+  while (!at->get_subcommands().empty()) {
+    at = at->get_subcommands().front();
+    path += " " + at->get_name();
+  }
+  return path;
+}
+
+}  // namespace
+
+// Exit statuses are decided here alone (docs/exit-codes.md): commands throw moe::Error for what
+// the user must fix (2) and CLI::RuntimeError(1 or 130) for a run whose outcome is a failure.
 int main(int argc, char** argv) {
   CLI::App root{"moebench: benchmark, validate and autotune the kernels of a Mixture-of-Experts layer"};
   root.set_version_flag("--version", moe::tuner::version_string());
   root.require_subcommand(1);
   root.fallthrough(false);
+  root.footer(moe::app::kExitStatusHelp);
   moe::app::add_devices_command(root);
   moe::app::add_list_command(root);
   moe::app::add_run_command(root);
@@ -22,13 +42,25 @@ int main(int argc, char** argv) {
   moe::app::add_kernel_static_command(root);
   try {
     root.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return root.exit(e);  // --help, --version
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();  // the command has said why
   } catch (const CLI::ParseError& e) {
-    return root.exit(e);
+    std::fprintf(stderr, "moebench: error: %s (see `%s --help`)\n", e.what(), command_path(root).c_str());
+    return 2;
   } catch (const moe::Error& e) {
     std::fprintf(stderr, "moebench: error: %s\n", e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    // Footprints are checked before allocating; this is what those estimates missed.
+    std::fprintf(stderr,
+                 "moebench: error: out of memory: the problem does not fit in this machine's memory; use fewer "
+                 "tokens, or shard with --ep N (fewer local experts) or --tp N (smaller intermediate)\n");
+    return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "moebench: internal error: %s\n", e.what());
+    std::fprintf(stderr, "moebench: internal error: %s (a bug in moebench: please report it with the command line)\n",
+                 e.what());
     return 3;
   }
   return 0;

@@ -1,6 +1,10 @@
 #include "app/problem_cli.hpp"
 
-#include <set>
+#include "app/flag_checks.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
 
 #include "moe/error.hpp"
 #include "tuner/models.hpp"
@@ -8,30 +12,73 @@
 
 namespace moe::app {
 
+namespace {
+
+struct FamilySpec {
+  const FamilyDesc* family;
+  const ParamSpec* spec;
+};
+
+// "a for router; b for dispatch, gmm" when the families differ, "a" when they agree.
+std::string per_family(const std::vector<FamilySpec>& specs, const std::function<std::string(const ParamSpec&)>& text) {
+  std::vector<std::pair<std::string, std::string>> groups;  // text, families; in family order
+  for (auto& fs : specs) {
+    const std::string t = text(*fs.spec);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == t; });
+    if (it == groups.end()) groups.push_back({t, fs.family->name});
+    else it->second += ", " + fs.family->name;
+  }
+  if (groups.size() == 1) return groups.front().first;
+  std::string r;
+  for (auto& [t, fams] : groups) r += (r.empty() ? "" : "; ") + t + " for " + fams;
+  return r;
+}
+
+// A problem flag's help: which families have it, and each one's default and choices, since
+// the flag is shared but the families differ (the router's dtype is its logits', f32).
+std::string flag_help(const std::vector<FamilySpec>& specs) {
+  std::string help = specs.front().spec->help + " (";
+  if (specs.size() < families().size()) {
+    for (auto& fs : specs) help += fs.family->name + (&fs == &specs.back() ? "; " : ", ");
+  }
+  help += "default " + per_family(specs, [](const ParamSpec& s) { return value_str(s.default_value); }) + ")";
+  const std::string choices = per_family(specs, [](const ParamSpec& s) {
+    std::string c;
+    for (auto& x : s.choices) c += (c.empty() ? "" : "|") + x;
+    if (s.kind == ParamKind::Float && s.above > -HUGE_VAL) c = "> " + value_str(s.above);
+    return c;
+  });
+  if (!choices.empty()) help += ": " + choices;
+  return help;
+}
+
+}  // namespace
+
 void add_problem_options(CLI::App& cmd, ProblemArgs& a, const std::string& tokens_default) {
   cmd.add_option("--model", a.model, "model preset name (see `moebench list`) or preset .json path");
   cmd.add_option("--hf-config", a.hf_config, "a Hugging Face config.json to take the MoE shape from")
       ->excludes(cmd.get_option("--model"));
-  cmd.add_option("--tp", a.tp, "tensor parallelism: divides the intermediate size")->check(CLI::PositiveNumber);
-  cmd.add_option("--ep", a.ep, "expert parallelism: this rank holds experts/ep experts")->check(CLI::PositiveNumber);
-  cmd.add_option("--ep-rank", a.ep_rank, "which expert-parallel rank to model (with --ep)")->check(CLI::NonNegativeNumber);
+  allow_only(cmd.add_option("--tp", a.tp, "tensor parallelism: divides the intermediate size"), Allowed::positive_int);
+  allow_only(cmd.add_option("--ep", a.ep, "expert parallelism: this rank holds experts/ep experts"), Allowed::positive_int);
+  allow_only(cmd.add_option("--ep-rank", a.ep_rank, "which expert-parallel rank to model (with --ep)"),
+             Allowed::non_negative_int, "0 .. ep-1");
   cmd.add_option("--tokens", a.tokens, "token count(s): 64 | 1,16,256 | 1-4096 | default")->default_str(tokens_default);
   a.tokens = tokens_default;
-  // One flag per parameter name across all families: the description is the only source.
-  std::set<std::string> seen{"tokens"};
+  // One flag per parameter name across all families: the descriptions are the only source.
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<FamilySpec>> specs;
   for (const FamilyDesc* f : families())
     for (const ParamSpec& s : f->problem_params) {
-      if (!seen.insert(s.name).second) continue;
-      std::string help = s.help + " (default " + value_str(s.default_value) + ")";
-      if (!s.choices.empty()) {
-        help += ": ";
-        for (std::size_t i = 0; i < s.choices.size(); ++i) help += (i ? "|" : "") + s.choices[i];
-      }
-      std::string* slot = &a.flags[s.name];
-      auto* opt = cmd.add_option_function<std::string>(
-          "--" + s.name, [slot](const std::string& v) { *slot = v; }, help);
-      opt->group("Problem parameters (override the model)");
+      if (s.name == "tokens") continue;
+      if (!specs.count(s.name)) names.push_back(s.name);
+      specs[s.name].push_back({f, &s});
     }
+  for (const std::string& name : names) {
+    std::string* slot = &a.flags[name];
+    auto* opt = cmd.add_option_function<std::string>(
+        "--" + name, [slot](const std::string& v) { *slot = v; }, flag_help(specs[name]));
+    opt->group("Problem parameters (override the model)");
+  }
   cmd.add_option("--set", a.sets, "NAME=VALUE for any problem parameter (repeatable)")
       ->group("Problem parameters (override the model)");
 }

@@ -155,7 +155,7 @@ TEST(ModelPresets, MissingOrWrongFieldsNameTheFieldAndTheFile) {
                        Bad{"rsf", "2.5", "expected a number"}, Bad{"bias", 2, "0, 1, true or false"},
                        Bad{"scoring", "relu", "softmax|sigmoid"}, Bad{"dtype", "int8", "bf16|f16|f32"},
                        Bad{"groups", 7, "does not divide experts"}, Bad{"topk_group", 9, "more than groups"},
-                       Bad{"rsf", 0.0, "not a positive number"},
+                       Bad{"rsf", 0.0, "'rsf' = 0 must be greater than 0"}, Bad{"rsf", -2.5, "'rsf' = -2.5 must be greater than 0"},
                        Bad{"experts", 0, "out of range"}}) {
     json j = good;
     j[b.field] = b.value;

@@ -1,7 +1,6 @@
 #include "tuner/models.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -65,7 +64,6 @@ void check_model(const Params& m, const std::string& where) {
   if (k > TG * (E / G))
     bad("topk = " + std::to_string(k) + " is more than the " + std::to_string(TG * (E / G)) +
         " experts in the topk_group = " + std::to_string(TG) + " kept groups");
-  if (!(m.f("rsf") > 0) || !std::isfinite(m.f("rsf"))) bad("rsf = " + value_str(m.at("rsf")) + " is not a positive number");
 }
 
 std::string normalise_dtype(const std::string& s) {

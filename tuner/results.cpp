@@ -213,6 +213,25 @@ json read_results(const std::string& path_or_dir) {
   }
   if (!j.is_object() || j.value("schema", "") != kResultsSchema || !j.contains("records") || !j["records"].is_array())
     throw Error(path + " is not a " + std::string(kResultsSchema) + " results file");
+  // The fields readers take with json::value, which throws on a wrong type: an edited or foreign
+  // file is the user's to fix, not an internal error.
+  const auto bad = [&](const std::string& what) {
+    return Error(path + ": " + what + "; give a results.json that `moebench sweep` or `moebench merge` wrote");
+  };
+  if (j.contains("meta") && !j["meta"].is_object()) throw bad("meta is not an object");
+  for (std::size_t i = 0; i < j["records"].size(); ++i) {
+    const json& r = j["records"][i];
+    const std::string rec = "record " + std::to_string(i);
+    if (!r.is_object()) throw bad(rec + " is not an object");
+    for (const char* k : {"kernel", "family", "problem_key", "config_key", "status"})
+      if (r.contains(k) && !r[k].is_string()) throw bad(rec + ": " + k + " is " + r[k].dump() + ", not a string");
+    if (r.contains("tokens") && !r["tokens"].is_number_integer()) throw bad(rec + ": tokens is not an integer");
+    if (r.contains("stats")) {
+      if (!r["stats"].is_object()) throw bad(rec + ": stats is not an object");
+      for (auto& [k, v] : r["stats"].items())
+        if (!v.is_number() && !v.is_null()) throw bad(rec + ": stats." + k + " is " + v.dump() + ", not a number");
+    }
+  }
   return j;
 }
 

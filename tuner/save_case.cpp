@@ -12,7 +12,9 @@ namespace fs = std::filesystem;
 namespace moe::tuner {
 
 void save_tensors(const std::string& dir, const Prepared& p, const TensorMap& outputs) {
-  fs::create_directories(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("cannot create the folder " + dir + " to save the tensors in (" + ec.message() + "): give a writable one");
   for (auto& [name, tensor] : p.inputs) write_npy((fs::path(dir) / (name + ".npy")).string(), tensor);
   for (auto& [name, tensor] : outputs) write_npy((fs::path(dir) / (name + ".npy")).string(), tensor);
   for (auto& [name, tensor] : p.reference) write_npy((fs::path(dir) / (name + ".ref.npy")).string(), tensor);

@@ -22,10 +22,8 @@ std::string default_tables_dir() {
   return "configs";
 }
 
-void check_tables_dir(const std::string& dir, const std::string& flag) {
-  const auto fail = [&](const std::string& why) {
-    return Error(flag + " " + dir + ": " + why + ": give a writable directory, or --tables none to write no tables");
-  };
+void check_writable_dir(const std::string& dir, const std::string& flag, const std::string& advice) {
+  const auto fail = [&](const std::string& why) { return Error(flag + " " + dir + ": " + why + ": " + advice); };
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw fail("exists and is not a directory");
   fs::create_directories(dir, ec);
@@ -36,6 +34,10 @@ void check_tables_dir(const std::string& dir, const std::string& flag) {
   if (fd < 0) throw fail(std::string("cannot write there (") + std::strerror(errno) + ")");
   ::close(fd);
   ::unlink(probe.c_str());
+}
+
+void check_tables_dir(const std::string& dir, const std::string& flag) {
+  check_writable_dir(dir, flag, "give a writable directory, or --tables none to write no tables");
 }
 
 }  // namespace moe::tuner

@@ -10,7 +10,9 @@ namespace moe::tuner {
 std::string default_tables_dir();
 
 // Creates `dir` when missing and proves a file can be created in it; throws moe::Error naming
-// `flag`, the directory, why, and what to do.
+// `flag`, the directory, why, and `advice` (what to do).
+void check_writable_dir(const std::string& dir, const std::string& flag, const std::string& advice);
+// check_writable_dir for --tables, whose advice includes --tables none.
 void check_tables_dir(const std::string& dir, const std::string& flag);
 
 }  // namespace moe::tuner

@@ -83,8 +83,17 @@ void make_inputs(const Params& p, const InputOptions& opt, TensorMap& in) {
     expect(dst, "dst", DType::i32, {N});
     const auto* dv = dst.data<std::int32_t>();
     if (R < 0) {
+      // y_sorted is made as long as dst needs: a stray huge value must not size a huge tensor.
       R = 0;
       for (std::int64_t f = 0; f < N; ++f) R = std::max<std::int64_t>(R, dv[f] + 1);
+      if (R > s.max_rows()) {
+        std::int64_t f = 0;
+        while (dv[f] < s.max_rows()) ++f;
+        throw Error("combine: dst[" + std::to_string(f) + "] = " + std::to_string(dv[f]) +
+                    " is not a row of this problem: dispatch makes at most " + std::to_string(s.max_rows()) +
+                    " rows (tokens*(topk+shared) + (experts+shared)*(align-1)); dst must be dispatch's map of slot "
+                    "t*K+j to a row of y_sorted, -1 for none");
+      }
     }
     std::int64_t bad = 0, first = -1;
     for (std::int64_t f = 0; f < N; ++f)
@@ -224,8 +233,7 @@ const FamilyDesc& combine_family() {
       const CombineSpec s = CombineSpec::parse(p);
       const double es = static_cast<double>(dtype_size(s.dtype)), T = static_cast<double>(s.T);
       const double D = static_cast<double>(s.D), slots = static_cast<double>(s.slots());
-      // y_sorted's rows: every slot plus a pad block per expert at most.
-      const double rows = slots + static_cast<double>(s.E + s.S) * static_cast<double>(s.A - 1);
+      const double rows = static_cast<double>(s.max_rows());
       Footprint fp{{{s.dense ? "y" : "y_sorted", (s.dense ? slots : rows) * D * es}, {"weights", slots * 4}},
                    T * D * static_cast<double>(dtype_size(s.out_dtype))};
       if (!s.dense) fp.inputs.push_back({"dst", slots * 4});

@@ -30,7 +30,7 @@ CombineSpec CombineSpec::parse(const Params& p) {
                 std::to_string(kCombineMaxSlots) + " are supported");
   if (!(s.eps >= 0) || !std::isfinite(s.eps)) throw Error("eps must be a finite value >= 0, got " + std::to_string(s.eps));
   constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
-  if (s.slots() > kMax || s.slots() + (s.E + s.S) * (s.A - 1) > kMax)
+  if (s.slots() > kMax || s.max_rows() > kMax)
     throw Error("tokens*(topk+shared) = " + std::to_string(s.slots()) + " slots overflow the int32 maps: use fewer tokens");
   return s;
 }

@@ -27,6 +27,9 @@ struct CombineSpec {
   double eps = 1e-6;
 
   std::int64_t slots() const { return T * K; }
+  // The most rows dispatch can make (the length of y_sorted): every slot, plus a partial
+  // alignment block per expert.
+  std::int64_t max_rows() const { return slots() + (E + S) * (A - 1); }
   static CombineSpec parse(const Params& p);  // Error naming what is inconsistent
 };
 

@@ -74,9 +74,7 @@ void check_tensors(const std::string& fam, const std::vector<TensorSpec>& specs,
     const Tensor& t = it->second;
     if (t.dtype() != s.dtype)
       throw Error(fam + ": " + what + " '" + s.name + "' has dtype " + std::string(dtype_name(t.dtype())) +
-                  ", expected " + std::string(dtype_name(s.dtype)) +
-                  " (convert the file, or set the problem's dtype to match, e.g. --dtype " +
-                  std::string(dtype_name(t.dtype())) + ")");
+                  ", expected " + std::string(dtype_name(s.dtype)));
     bool ok = t.shape().size() == s.shape.size();
     for (std::size_t i = 0; ok && i < s.shape.size(); ++i) ok = s.shape[i] < 0 || s.shape[i] == t.shape()[i];
     if (!ok)

@@ -127,10 +127,16 @@ void check_value(const ParamSpec& spec, const Value& v) {
                     std::to_string(lo) + ", " + std::to_string(hi) + "]");
       break;
     }
-    case ParamKind::Float:
-      if (!std::get_if<double>(&v) && !std::get_if<std::int64_t>(&v))
-        throw Error("parameter '" + spec.name + "' must be a number, got '" + value_str(v) + "'");
+    case ParamKind::Float: {
+      double x = 0;
+      if (auto p = std::get_if<double>(&v)) x = *p;
+      else if (auto q = std::get_if<std::int64_t>(&v)) x = static_cast<double>(*q);
+      else throw Error("parameter '" + spec.name + "' must be a number, got '" + value_str(v) + "'");
+      if (!(x > spec.above))
+        throw Error("parameter '" + spec.name + "' = " + value_str(v) + " must be greater than " + value_str(spec.above) +
+                    " (" + spec.help + ")");
       break;
+    }
     case ParamKind::Text:
       if (!std::get_if<std::string>(&v))
         throw Error("parameter '" + spec.name + "' must be text, got '" + value_str(v) + "'");

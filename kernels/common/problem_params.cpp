@@ -25,6 +25,7 @@ ParamSpec rsf() {
   s.name = "rsf";
   s.kind = ParamKind::Float;
   s.default_value = 1.0;
+  s.above = 0;  // as every model's routed_scaling_factor; a sign flip or zero is a typo
   s.help = "routed_scaling_factor applied to the routed weights";
   return s;
 }

@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <new>
 
 #include "moe/error.hpp"
+#include "moe/memory.hpp"
 
 namespace moe {
 
@@ -22,7 +24,14 @@ std::string shape_str(const Shape& s) {
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   for (auto d : shape_)
     if (d < 0) throw Error("tensor shape " + shape_str(shape_) + " has a negative dimension");
-  bytes_.assign(static_cast<std::size_t>(moe::numel(shape_)) * dtype_size(dtype_), std::byte{0});
+  const std::size_t bytes = static_cast<std::size_t>(moe::numel(shape_)) * dtype_size(dtype_);
+  try {
+    bytes_.assign(bytes, std::byte{0});
+  } catch (const std::bad_alloc&) {
+    // Footprints are checked before a problem allocates; this is what an estimate missed.
+    throw Error("cannot allocate " + gb(static_cast<double>(bytes)) + " for a " + std::string(dtype_name(dtype_)) + " " +
+                shape_str(shape_) + " tensor: the problem does not fit in this machine's memory; " + kShardAdvice);
+  }
 }
 
 double Tensor::get(std::int64_t i) const {

@@ -1,6 +1,7 @@
 #pragma once
 // Problems and configs are both sets of named values described by ParamSpecs, so every
 // command (run, sweep, list, lookup) handles every family the same way.
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -22,6 +23,7 @@ struct ParamSpec {
   std::vector<std::string> choices;  // Choice: allowed strings
   std::int64_t min = INT64_MIN;      // Int: inclusive range
   std::int64_t max = INT64_MAX;
+  double above = -HUGE_VAL;  // Float: values must be greater than this
 };
 
 // Builders for the specs every family declares.
