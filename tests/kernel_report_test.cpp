@@ -127,6 +127,22 @@ TEST(KernelReport, ThisBuildPassesTheCommittedBaseline) {
   fs::remove_all(out);
 }
 
+TEST(KernelReport, ASkippedElseBlockRunsToItsOwnClosingBrace) {
+  // `} else {` closes the sigmoid block and opens the softmax one; a sigmoid preset skips the
+  // softmax block to its end, past its inner loops (not only up to the first of them).
+  const fs::path dir = moe::testing::fresh_temp_dir("kernel-report-regions");
+  std::ofstream(dir / "regions.py")
+      << "import importlib.util as u, sys\n"
+         "s = u.spec_from_file_location('kr', sys.argv[1]); kr = u.module_from_spec(s); s.loader.exec_module(kr)\n"
+         "lines = ['if (a.sigmoid) {', '  x();', '} else {', '  for (;;) {', '    y();', '  }', '  z();', '}', 'w();']\n"
+         "r = kr.router_regions(lines)\n"
+         "print(r['sigmoid'], r['not_sigmoid'])\n";
+  const Proc r = sh("python3 " + quote(dir / "regions.py") + " " + quote(kScript));
+  fs::remove_all(dir);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "[(1, 3)] [(3, 8)]\n");
+}
+
 TEST(KernelReport, AnUnchangedReportAndANewKernelPass) {
   EXPECT_EQ(gate_doctored("same", [](json&) {}).code, 0);
   // A kernel the baseline lacks is a new row, not an error; one it has and the report lacks is a note.

@@ -98,9 +98,9 @@ void check_case(const router_cases::Case& c, const std::string& dtype, std::int6
     EXPECT_TRUE(r.validation.ok) << r.validation.summary();
     // Sigmoid scores are the reference's own float arithmetic here (same libm), and group
     // scores are fp32 sums on both sides: the ids must be identical, not merely near. Tie
-    // data has only exact ties or wide gaps, so its ids are exact under softmax too (the
-    // tolerant validation alone would accept a wrong tie-break).
-    if (sp.scoring == RouterScoring::sigmoid || c.data == "ties") {
+    // and non-finite data have only exact ties or wide gaps, so their ids are exact under
+    // softmax too (the tolerant validation alone would accept a wrong tie-break).
+    if (sp.scoring == RouterScoring::sigmoid || c.data == "ties" || c.data == "nonfinite") {
       const Check ids = compare_exact("ids", r.outputs.at("ids"), p.reference.at("ids"));
       EXPECT_TRUE(ids.ok) << ids.detail;
     }
@@ -116,7 +116,7 @@ TEST(RouterEmulation, PresetsEveryShape) {
 
 TEST(RouterEmulation, EdgesEveryShape) {
   for (const auto& c : router_cases::edges())
-    for (const char* dt : {"bf16", "f16", "f32"}) check_case(c, dt, 5);
+    for (const char* dt : {"bf16", "f16", "f32"}) check_case(c, dt, c.data == "nonfinite" ? 12 : 5);  // every row kind
 }
 
 TEST(RouterEmulation, ManyRowsPerWarpAndPartialLastStep) {

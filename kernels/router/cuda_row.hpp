@@ -79,6 +79,14 @@ ROUTER_FN float neg_inf() { return u2f(0xFF800000u); }
 ROUTER_FN float quiet_nan() { return u2f(0x7FC00000u); }
 // IEEE fmax: a NaN operand is ignored.
 ROUTER_FN float fmax_ignoring_nan(float a, float b) { return (is_nan(b) || a >= b) ? a : b; }
+// IEEE fmin (one FMNMX on the device): a NaN operand is ignored.
+ROUTER_FN float fmin_ignoring_nan(float a, float b) {
+#if defined(__CUDACC__)
+  return fminf(a, b);
+#else
+  return std::fmin(a, b);
+#endif
+}
 
 ROUTER_FN float exp_f32(float x) {
 #if defined(__CUDACC__)
@@ -434,11 +442,15 @@ struct RowKernel {
     // One uniform branch on the 16-bit format instead of a select per expert.
     if (ESIZE == 2 && a.bf16) widen(a, sub, raw, s, 1);
     else widen(a, sub, raw, s, 0);
-    // Padding slots hold NaN logits: no part in the max or the sum, and key 0 below.
+    // Padding slots hold NaN logits: like NaN logits, no part of the row (and key 0 below).
     if (a.sigmoid) {
 #pragma unroll
       for (int i = 0; i < EPL; ++i) s[i] = sigmoid_recip(1.0f + exp_f32(-s[i]));
     } else {
+      // Softmax with the reference's non-finite rules, folded into the exp step: NaN logits get
+      // 0 and stay out of the sum; with +inf logits, exp(min(x - m, 0)) turns their
+      // inf - inf = NaN into exp(0) = 1 and every finite logit's -inf into 0 (for a finite max
+      // the min changes nothing); a row whose max is -inf (all NaN or -inf) scores NaN.
       float m = neg_inf();
 #pragma unroll
       for (int i = 0; i < EPL; ++i) m = fmax_ignoring_nan(m, s[i]);
@@ -446,11 +458,12 @@ struct RowKernel {
       float sum = 0.0f;
 #pragma unroll
       for (int i = 0; i < EPL; ++i) {
-        const float e = exp_f32(s[i] - m);
+        const float e = exp_f32(fmin_ignoring_nan(s[i] - m, 0.0f));
         if (!is_nan(s[i])) sum += e, s[i] = e;
+        else s[i] = 0.0f;
       }
       sum = row_sum<LANES>(ln, sum);
-      const float inv = 1.0f / sum;
+      const float inv = m == neg_inf() ? quiet_nan() : 1.0f / sum;
 #pragma unroll
       for (int i = 0; i < EPL; ++i) s[i] = s[i] * inv;
     }
