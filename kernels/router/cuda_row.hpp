@@ -511,8 +511,16 @@ struct RowKernel {
 #pragma unroll
       for (int i = 0; i < EPL; ++i) {
         const float e = exp_f32(fmin_ignoring_nan(s[i] - m, 0.0f));
-        if (!is_nan(s[i])) sum += e, s[i] = e;
-        else s[i] = 0.0f;
+        // The same arithmetic spelled two ways for ptxas: with the select it fits the sorted
+        // 8-lane rows in 128 registers (two CTAs per SM instead of one) but spills in the
+        // fp32 rows of narrow loads, which the predicated add keeps spill-free.
+        if constexpr (kSortedLists) {
+          s[i] = is_nan(s[i]) ? 0.0f : e;
+          sum += s[i];
+        } else {
+          if (!is_nan(s[i])) sum += e, s[i] = e;
+          else s[i] = 0.0f;
+        }
       }
       sum = row_sum<LANES>(ln, sum);
       inv = m == neg_inf() ? quiet_nan() : 1.0f / sum;
