@@ -258,15 +258,16 @@ class Sources:
 
 
 def block_end(lines, start):
-    """The line (1-based) closing the first brace opened at or after line `start`."""
+    """The line (1-based) closing the first brace opened at or after line `start`. A brace closed
+    before it (the `}` of `} else {`) is not part of the block."""
     depth, opened = 0, False
     for n in range(start - 1, len(lines)):
         for ch in lines[n]:
             if ch == "{":
                 depth, opened = depth + 1, True
-            elif ch == "}":
+            elif ch == "}" and opened:
                 depth -= 1
-                if opened and depth == 0:
+                if depth == 0:
                     return n + 1
     return len(lines)
 

@@ -121,10 +121,29 @@ TEST(KernelReport, ThisBuildPassesTheCommittedBaseline) {
     ASSERT_TRUE(rep["router_best"].contains(p)) << p;
     EXPECT_GT(rep["router_best"][p]["per_row"].get<int>(), 100) << p;
   }
+  // Issue 14's targets for the best compiled router row.
+  EXPECT_LE(rep["router_best"]["deepseek-v3"]["per_row"].get<int>(), 900);
+  EXPECT_LE(rep["router_best"]["kimi-k2"]["per_row"].get<int>(), 1400);
   const std::string md = slurp(out / "report.md");
   EXPECT_NE(md.find("| family |"), std::string::npos);
   EXPECT_NE(md.find("block_m="), std::string::npos);
   fs::remove_all(out);
+}
+
+TEST(KernelReport, ASkippedElseBlockRunsToItsOwnClosingBrace) {
+  // `} else {` closes the sigmoid block and opens the softmax one; a sigmoid preset skips the
+  // softmax block to its end, past its inner loops (not only up to the first of them).
+  const fs::path dir = moe::testing::fresh_temp_dir("kernel-report-regions");
+  std::ofstream(dir / "regions.py")
+      << "import importlib.util as u, sys\n"
+         "s = u.spec_from_file_location('kr', sys.argv[1]); kr = u.module_from_spec(s); s.loader.exec_module(kr)\n"
+         "lines = ['if (a.sigmoid) {', '  x();', '} else {', '  for (;;) {', '    y();', '  }', '  z();', '}', 'w();']\n"
+         "r = kr.router_regions(lines)\n"
+         "print(r['sigmoid'], r['not_sigmoid'])\n";
+  const Proc r = sh("python3 " + quote(dir / "regions.py") + " " + quote(kScript));
+  fs::remove_all(dir);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "[(1, 3)] [(3, 8)]\n");
 }
 
 TEST(KernelReport, AnUnchangedReportAndANewKernelPass) {

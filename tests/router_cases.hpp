@@ -95,13 +95,40 @@ inline std::vector<Case> edges() {
       {"e128_nan_softmax", problem(128, 8), "nan"},
       {"e384_specials", problem(384, 8, 1, 1, 1, "sigmoid", 1), "specials"},
       {"e64_specials_softmax", problem(64, 4, 0, 4, 2, "softmax"), "specials"},
+      // Softmax over non-finite logits (DESIGN 1.1 rule 1) on every shape family: small rows,
+      // vec-1 rows, packed and wide rows, with bias, groups, shared slots and no renormalisation.
+      {"e8_nonfinite", problem(8, 2), "nonfinite"},
+      {"e7_nonfinite", problem(7, 3, 0, 1, 1, "softmax", 0, 0, 2.0), "nonfinite"},
+      {"e64_nonfinite_bias", problem(64, 6, 2, 1, 1, "softmax", 1, 1, 2.446), "nonfinite"},
+      {"e128_nonfinite_max", problem(128, 8, 0, 8, 3, "softmax", 0, 1, 1.0, "max"), "nonfinite"},
+      {"e256_nonfinite_groups", problem(256, 8, 1, 8, 4, "softmax", 1, 1, 2.5), "nonfinite"},
+      {"e384_nonfinite", problem(384, 8, 1, 1, 1, "softmax", 0, 0, 1.0), "nonfinite"},
+      {"e1000_nonfinite", problem(1000, 16, 0, 1, 1, "softmax", 1), "nonfinite"},
   };
+}
+
+// One logit of a "nonfinite" row of the given mode (see inputs()).
+inline double nonfinite_logit(int mode, moe::Rng& rng) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const auto r = rng.below(8);
+  switch (mode) {
+    case 0: return r == 0 ? inf : r == 1 ? nan : r == 2 ? -inf : 0.5 * static_cast<double>(rng.below(9) - 4);
+    case 1: return r == 0 ? nan : r == 1 ? -inf : 0.5 * static_cast<double>(rng.below(9) - 4);
+    case 2: return -inf;
+    case 3: return r < 4 ? nan : -inf;
+    case 4: return nan;
+    default: return r < 4 ? nan : inf;
+  }
 }
 
 // Inputs for the non-random data kinds (empty map: the family generates random inputs).
 //  ties: logits in {-1,-0.5,0,0.5,1} and bias in {0, 0.25}: many exact ties of experts and groups.
 //  nan: a third of the rows all NaN, a third with a few NaN logits.
 //  specials: +-inf, NaN and huge logits sprinkled in; NaN and +-inf in the bias.
+//  nonfinite: row t by t % 6: (0) finite logits, NaN, -inf and at least one +inf; (1) finite,
+//    NaN and -inf; (2) all -inf; (3) NaN and -inf only; (4) all NaN; (5) NaN and at least one
+//    +inf. Finite logits on a 0.5 grid and the bias as for ties, so selection scores tie
+//    exactly or differ widely: ids must match exactly.
 inline moe::TensorMap inputs(const Params& problem, const std::string& data, std::uint64_t seed) {
   moe::TensorMap m;
   if (data == "random") return m;
@@ -123,14 +150,17 @@ inline moe::TensorMap inputs(const Params& problem, const std::string& data, std
         else if (r == 2) v = nan;
         else if (r == 3) v = 60000.0;
       }
+      if (data == "nonfinite") v = nonfinite_logit(static_cast<int>(t % 6), rng);
       logits.set(t * E + e, v);
     }
+    // Rows that promise a +inf get one at a random expert.
+    if (data == "nonfinite" && (t % 6 == 0 || t % 6 == 5)) logits.set(t * E + rng.below(E), inf);
   }
   m.emplace("logits", std::move(logits));
   if (sp.bias) {
     moe::Tensor b(moe::DType::f32, {E});
     for (std::int64_t e = 0; e < E; ++e) {
-      double v = data == "ties" ? 0.25 * static_cast<double>(rng.below(2)) : 0.1 * rng.normal();
+      double v = data == "ties" || data == "nonfinite" ? 0.25 * static_cast<double>(rng.below(2)) : 0.1 * rng.normal();
       if (data == "specials") {
         // NaN bias makes c NaN whatever the sign of the NaN; -inf ties with it; +inf leads.
         const auto r = rng.below(12);

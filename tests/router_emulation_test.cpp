@@ -14,7 +14,9 @@
 #include <memory>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
+#include "common/rng.hpp"
 #include "common/validate.hpp"
 #include "router/cuda.hpp"
 #include "router/cuda_row.hpp"
@@ -98,9 +100,9 @@ void check_case(const router_cases::Case& c, const std::string& dtype, std::int6
     EXPECT_TRUE(r.validation.ok) << r.validation.summary();
     // Sigmoid scores are the reference's own float arithmetic here (same libm), and group
     // scores are fp32 sums on both sides: the ids must be identical, not merely near. Tie
-    // data has only exact ties or wide gaps, so its ids are exact under softmax too (the
-    // tolerant validation alone would accept a wrong tie-break).
-    if (sp.scoring == RouterScoring::sigmoid || c.data == "ties") {
+    // and non-finite data have only exact ties or wide gaps, so their ids are exact under
+    // softmax too (the tolerant validation alone would accept a wrong tie-break).
+    if (sp.scoring == RouterScoring::sigmoid || c.data == "ties" || c.data == "nonfinite") {
       const Check ids = compare_exact("ids", r.outputs.at("ids"), p.reference.at("ids"));
       EXPECT_TRUE(ids.ok) << ids.detail;
     }
@@ -116,7 +118,7 @@ TEST(RouterEmulation, PresetsEveryShape) {
 
 TEST(RouterEmulation, EdgesEveryShape) {
   for (const auto& c : router_cases::edges())
-    for (const char* dt : {"bf16", "f16", "f32"}) check_case(c, dt, 5);
+    for (const char* dt : {"bf16", "f16", "f32"}) check_case(c, dt, c.data == "nonfinite" ? 12 : 5);  // every row kind
 }
 
 TEST(RouterEmulation, ManyRowsPerWarpAndPartialLastStep) {
@@ -124,6 +126,32 @@ TEST(RouterEmulation, ManyRowsPerWarpAndPartialLastStep) {
   const router_cases::Case c{"e16", router_cases::problem(16, 4, 1, 4, 2, "sigmoid", 1, 1, 2.0)};
   check_case(c, "bf16", 37);
   check_case(c, "f32", 37);
+}
+
+TEST(RouterEmulation, SortedListPrimitivesMatchAFullSort) {
+  // sort8 and merge_best8 (the 8-lane rows' top-k) against std::sort on (key, expert) pairs
+  // whose keys repeat a lot: equal keys must come out lower expert first.
+  using router::kern::Pair;
+  Rng rng(29);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<Pair> all;
+    for (unsigned e = 0; e < 16; ++e)
+      all.push_back(router::kern::make_pair(static_cast<unsigned>(rng.below(4)) * 0x40000000u, e * 7 + trial % 5));
+    Pair a[8], b[8];
+    for (int i = 0; i < 8; ++i) a[i] = all[i], b[i] = all[8 + i];
+    router::kern::sort8(a);
+    router::kern::sort8(b);
+    std::vector<Pair> want(all.begin(), all.begin() + 8);
+    std::sort(want.begin(), want.end(), std::greater<Pair>());
+    ASSERT_EQ(std::vector<Pair>(a, a + 8), want) << "sort8, trial " << trial;
+    router::kern::merge_best8(a, b);
+    std::sort(all.begin(), all.end(), std::greater<Pair>());
+    ASSERT_EQ(std::vector<Pair>(a, a + 8), std::vector<Pair>(all.begin(), all.begin() + 8)) << "merge, trial " << trial;
+  }
+  // The packing orders by key, then by the lower expert.
+  EXPECT_GT(router::kern::make_pair(5, 9), router::kern::make_pair(4, 1));
+  EXPECT_GT(router::kern::make_pair(5, 1), router::kern::make_pair(5, 9));
+  EXPECT_EQ(router::kern::pair_expert(router::kern::make_pair(5, 9)), 9u);
 }
 
 TEST(RouterEmulation, DetectsABrokenKernelArgument) {

@@ -91,23 +91,56 @@ TEST(RouterReference, NaNRanksLastWithWeightZero) {
   expect_weights(r.weights, {e / (e + 1), 1 / (e + 1), 0});
 }
 
-TEST(RouterReference, AllNaNRowStillFillsEverySlot) {
-  const auto r = reference_row(problem(4, 2, 1), {kNaN, kNaN, kNaN, kNaN});
-  EXPECT_EQ(r.ids, (std::vector<int>{0, 1, 4}));
-  expect_weights(r.weights, {0, 0, 1});
-}
-
 TEST(RouterReference, NaNTiesWithMinusInfinity) {
   // c = -inf (bias) and c = NaN rank equally: the lower index goes first.
   const auto r = reference_row(problem(4, 3, 0, 1, 1, "sigmoid", 1), {0, kNaN, 0, 0}, {0, 0, -kInf, 1});
   EXPECT_EQ(r.ids, (std::vector<int>{3, 0, 1}));
 }
 
-TEST(RouterReference, SoftmaxPlusInfinityPoisonsTheRow) {
-  // max-subtracted softmax: inf - inf is NaN, so every score is NaN and the row routes to 0..k-1.
-  const auto r = reference_row(problem(4, 2), {0, kInf, 1, 2});
+TEST(RouterReference, SoftmaxPlusInfinityLogitsShareTheWholeMass) {
+  // The limit of the softmax: the +inf experts get 1/2 each, every other expert 0 (NaN and
+  // -inf included), and the zero ties go to the lower index.
+  const std::vector<float> x{0, kInf, kNaN, -kInf, kInf, 2};
+  const auto r = reference_row(problem(6, 3), x);
+  EXPECT_EQ(r.ids, (std::vector<int>{1, 4, 0}));
+  expect_weights(r.weights, {0.5, 0.5, 0});
+  // Unrenormalised the scores themselves show: 1/2 each, times rsf.
+  expect_weights(reference_row(problem(6, 2, 0, 1, 1, "softmax", 0, 0, 3.0), x).weights, {1.5, 1.5});
+  // One +inf takes it all.
+  const auto one = reference_row(problem(3, 2, 0, 1, 1, "softmax", 0, 0), {5, -1, kInf});
+  EXPECT_EQ(one.ids, (std::vector<int>{2, 0}));
+  expect_weights(one.weights, {1, 0});
+}
+
+TEST(RouterReference, SoftmaxNaNLogitScoresZeroSoTheBiasStillRanksIt) {
+  // s = [0, e/(e+1), 1/(e+1)]: the NaN expert's c is its bias, 1, which ranks it first.
+  const auto r = reference_row(problem(3, 2, 0, 1, 1, "softmax", 1, 0), {kNaN, 1, 0}, {1, 0, 0});
   EXPECT_EQ(r.ids, (std::vector<int>{0, 1}));
-  expect_weights(r.weights, {0, 0});
+  const double e = std::exp(1.0);
+  expect_weights(r.weights, {0, e / (e + 1)});
+}
+
+TEST(RouterReference, SoftmaxRowWithoutALogitAboveMinusInfinityScoresNaN) {
+  // All NaN, all -inf, or a mix (NaN counting as -inf): every score is NaN, so the bias does
+  // not steer, experts 0..k-1 are taken with weight 0, and shared slots still get 1.
+  for (const auto& x : {std::vector<float>{kNaN, kNaN, kNaN, kNaN}, std::vector<float>{-kInf, -kInf, -kInf, -kInf},
+                        std::vector<float>{-kInf, kNaN, -kInf, kNaN}}) {
+    const auto r = reference_row(problem(4, 2, 1, 1, 1, "softmax", 1), x, {0, 0, 5, 9});
+    EXPECT_EQ(r.ids, (std::vector<int>{0, 1, 4}));
+    expect_weights(r.weights, {0, 0, 1});
+  }
+}
+
+TEST(RouterReference, SoftmaxOfNonFiniteRowsScoreByScore) {
+  // softmax_row itself, which the cpu backend shares.
+  auto soft = [](std::vector<float> x) {
+    std::vector<float> s(x.size());
+    router::softmax_row(x.data(), static_cast<std::int64_t>(x.size()), s.data());
+    return s;
+  };
+  EXPECT_EQ(soft({kInf, kNaN, 1, -kInf, kInf, kInf}), (std::vector<float>{1 / 3.0f, 0, 0, 0, 1 / 3.0f, 1 / 3.0f}));
+  EXPECT_EQ(soft({0, kNaN, 0, -kInf}), (std::vector<float>{0.5f, 0, 0.5f, 0}));
+  for (float v : soft({-kInf, kNaN, -kInf})) EXPECT_TRUE(std::isnan(v));
 }
 
 TEST(RouterReference, BiasSelectsButWeightsUseScores) {

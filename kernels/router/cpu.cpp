@@ -8,6 +8,7 @@
 
 #include "common/parallel.hpp"
 #include "moe/error.hpp"
+#include "router/reference.hpp"
 #include "router/spec.hpp"
 
 namespace moe::router {
@@ -87,22 +88,11 @@ void route_row(const RouterSpec& sp, Select algo, const void* logits, const floa
       break;
     default: std::copy_n(static_cast<const float*>(logits) + t * E, E, w.x.begin());
   }
-  // Scores: the reference's arithmetic, operation for operation, so results match bit for bit.
+  // Scores: the reference's own arithmetic, so results match it bit for bit.
   if (sp.scoring == RouterScoring::sigmoid) {
     for (std::int64_t e = 0; e < E; ++e) w.s[e] = 1.0f / (1.0f + std::exp(-w.x[e]));
   } else {
-    float m = kNegInf;
-    for (std::int64_t e = 0; e < E; ++e)
-      if (!std::isnan(w.x[e])) m = std::max(m, w.x[e]);
-    double sum = 0;
-    for (std::int64_t e = 0; e < E; ++e) {
-      // Keep exp(x - m) in s for now; NaN logits stay out of the sum.
-      w.s[e] = std::exp(w.x[e] - m);
-      if (!std::isnan(w.x[e])) sum += w.s[e];
-    }
-    for (std::int64_t e = 0; e < E; ++e)
-      w.s[e] = std::isnan(w.x[e]) ? std::numeric_limits<float>::quiet_NaN()
-                                  : static_cast<float>(static_cast<double>(w.s[e]) / sum);
+    softmax_row(w.x.data(), E, w.s.data());
   }
   for (std::int64_t e = 0; e < E; ++e) {
     const float c = w.s[e] + (bias ? bias[e] : 0.0f);

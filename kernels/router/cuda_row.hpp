@@ -79,6 +79,14 @@ ROUTER_FN float neg_inf() { return u2f(0xFF800000u); }
 ROUTER_FN float quiet_nan() { return u2f(0x7FC00000u); }
 // IEEE fmax: a NaN operand is ignored.
 ROUTER_FN float fmax_ignoring_nan(float a, float b) { return (is_nan(b) || a >= b) ? a : b; }
+// IEEE fmin (one FMNMX on the device): a NaN operand is ignored.
+ROUTER_FN float fmin_ignoring_nan(float a, float b) {
+#if defined(__CUDACC__)
+  return fminf(a, b);
+#else
+  return std::fmin(a, b);
+#endif
+}
 
 ROUTER_FN float exp_f32(float x) {
 #if defined(__CUDACC__)
@@ -296,6 +304,54 @@ ROUTER_FN float group_value(const Args& a, unsigned t1, unsigned t2) {
   return v;
 }
 
+// ---- sorted lists of (key, expert) pairs -------------------------------------------------
+// A pair packs a key and the complement of its expert index into 64 bits, so one unsigned
+// compare orders experts exactly as the reference does: larger key first, then lower index.
+// Keys and indices stay exact (ties are decided by the index, never by a rounding).
+using Pair = unsigned long long;
+ROUTER_FN Pair make_pair(unsigned key, unsigned expert) { return (static_cast<Pair>(key) << 32) | ~expert; }
+ROUTER_FN unsigned pair_key(Pair p) { return static_cast<unsigned>(p >> 32); }
+ROUTER_FN unsigned pair_expert(Pair p) { return ~static_cast<unsigned>(p); }
+
+// a before b afterwards. The loser comes from an xor, not a second select: written as a
+// select, the compiler computes max and min with a compare each.
+ROUTER_FN void order_pair(Pair& a, Pair& b) {
+  const Pair hi = b > a ? b : a;
+  b = a ^ b ^ hi;
+  a = hi;
+}
+
+// Sorts 8 pairs, best first: the 19-comparator network of depth 6.
+ROUTER_FN void sort8(Pair (&x)[8]) {
+  constexpr int net[19][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {0, 1}, {2, 3},
+                              {4, 5}, {6, 7}, {2, 4}, {3, 5}, {1, 4}, {3, 6}, {1, 2}, {3, 4}, {5, 6}};
+#pragma unroll
+  for (int c = 0; c < 19; ++c) order_pair(x[net[c][0]], x[net[c][1]]);
+}
+
+// best = the 8 best of two sorted lists, sorted: the pairwise maxima of best and reversed x form
+// a bitonic sequence holding them, which three half-cleaner stages sort.
+ROUTER_FN void merge_best8(Pair (&best)[8], const Pair (&x)[8]) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) best[i] = x[7 - i] > best[i] ? x[7 - i] : best[i];
+#pragma unroll
+  for (int d = 4; d > 0; d >>= 1)
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      if ((i & d) == 0) order_pair(best[i], best[i + d]);
+}
+
+// The best pair of the row group, on every lane of it.
+template <int LANES, class Lane>
+ROUTER_FN Pair row_best_pair(Lane& ln, Pair p) {
+#pragma unroll
+  for (int off = LANES / 2; off > 0; off >>= 1) {
+    const Pair o = (static_cast<Pair>(ln.xor_u(pair_key(p), off)) << 32) | ln.xor_u(static_cast<unsigned>(p), off);
+    p = o > p ? o : p;
+  }
+  return p;
+}
+
 // ---- one row -------------------------------------------------------------------------------
 
 template <int LANES, int EPL, int V, int ESIZE>
@@ -310,9 +366,13 @@ struct RowKernel {
   // Ranks whose scores each lane keeps in registers: the first 32 ranks (all of them when a
   // lane holds the whole row).
   static constexpr int HELD = EPL < 32 / LANES ? EPL : 32 / LANES;
-  // Which top-k (select_writing or select_ranked): writing inside the loop pays only for the
-  // packed wide rows, several rows per warp with 16+ experts per lane (E >= 256).
+  // Which top-k (select_sorted, select_writing or select_ranked): writing inside the loop pays
+  // only for the packed wide rows, several rows per warp with 16+ experts per lane (E >= 256).
   static constexpr bool kWriteInLoop = LANES < 32 && EPL >= 16;
+  // Of those, 8 lanes of 32 experts (DeepSeek-V3's shape) sort each lane's best 8 once, so a
+  // pick compares 8 list heads instead of scanning 32 keys: 1,001 -> 805 warp-instructions a
+  // row at DeepSeek-V3. The sort is a fixed cost, which a k of 1 or 2 does not repay.
+  static constexpr bool kSortedLists = LANES == 8 && EPL % 8 == 0 && EPL >= 16;
   using RawT = Raw<BYTES>;
 
   ROUTER_FN static int expert_of(int slot, int sub) { return (slot / V) * (LANES * V) + sub * V + slot % V; }
@@ -434,23 +494,36 @@ struct RowKernel {
     // One uniform branch on the 16-bit format instead of a select per expert.
     if (ESIZE == 2 && a.bf16) widen(a, sub, raw, s, 1);
     else widen(a, sub, raw, s, 0);
-    // Padding slots hold NaN logits: no part in the max or the sum, and key 0 below.
+    // Padding slots hold NaN logits: like NaN logits, no part of the row (and key 0 below).
+    float m = neg_inf(), inv = 0.0f;  // softmax: the row max and 1/sum
     if (a.sigmoid) {
 #pragma unroll
       for (int i = 0; i < EPL; ++i) s[i] = sigmoid_recip(1.0f + exp_f32(-s[i]));
     } else {
-      float m = neg_inf();
+      // Softmax with the reference's non-finite rules, folded into the exp step: NaN logits get
+      // 0 and stay out of the sum; with +inf logits, exp(min(x - m, 0)) turns their
+      // inf - inf = NaN into exp(0) = 1 and every finite logit's -inf into 0 (for a finite max
+      // the min changes nothing); a row whose max is -inf (all NaN or -inf) scores NaN.
 #pragma unroll
       for (int i = 0; i < EPL; ++i) m = fmax_ignoring_nan(m, s[i]);
       m = row_max<LANES>(ln, m);
       float sum = 0.0f;
 #pragma unroll
       for (int i = 0; i < EPL; ++i) {
-        const float e = exp_f32(s[i] - m);
-        if (!is_nan(s[i])) sum += e, s[i] = e;
+        const float e = exp_f32(fmin_ignoring_nan(s[i] - m, 0.0f));
+        // The same arithmetic spelled two ways for ptxas: with the select it fits the sorted
+        // 8-lane rows in 128 registers (two CTAs per SM instead of one) but spills in the
+        // fp32 rows of narrow loads, which the predicated add keeps spill-free.
+        if constexpr (kSortedLists) {
+          s[i] = is_nan(s[i]) ? 0.0f : e;
+          sum += s[i];
+        } else {
+          if (!is_nan(s[i])) sum += e, s[i] = e;
+          else s[i] = 0.0f;
+        }
       }
       sum = row_sum<LANES>(ln, sum);
-      const float inv = 1.0f / sum;
+      inv = m == neg_inf() ? quiet_nan() : 1.0f / sum;
 #pragma unroll
       for (int i = 0; i < EPL; ++i) s[i] = s[i] * inv;
     }
@@ -464,7 +537,8 @@ struct RowKernel {
     if (a.group_mode == kLaneGroups) lane_groups(a, ln, sub, key);
     else if (a.group_mode == kAnyGroups) any_groups(a, ln, sub, key);
 
-    if constexpr (kWriteInLoop) select_writing(a, ln, sub, row, active, key, s);
+    if constexpr (kSortedLists) select_sorted(a, ln, sub, row, active, key, m, inv);
+    else if constexpr (kWriteInLoop) select_writing(a, ln, sub, row, active, key, s);
     else select_ranked(a, ln, sub, row, active, key, s);
     if (!active) return;
     const long long base = row * (a.k + a.S);
@@ -548,6 +622,91 @@ struct RowKernel {
         if (it >= HELD * LANES) a.weights[base + it] = w;
       }
     }
+    const float scale = (a.renorm && wsum > 0.0f) ? a.rsf / wsum : a.rsf;
+    if (k > HELD * LANES) ln.sync();  // the unscaled weights above, before they are read back
+    if (!active) return;
+#pragma unroll
+    for (int j = 0; j < HELD; ++j) {
+      const unsigned r = static_cast<unsigned>(j * LANES + sub);
+      if (r < k) a.weights[base + r] = held[j] * scale;
+    }
+    for (unsigned r = HELD * LANES + sub; r < k; r += LANES) a.weights[base + r] *= scale;
+  }
+
+  // The score of expert e of the row, recomputed from its logit exactly as route() computes it
+  // (m, inv: the softmax's row max and 1/sum).
+  ROUTER_FN static float score_of(const Args& a, long long row, unsigned e, float m, float inv) {
+    Raw<ESIZE> r;
+    load_raw<ESIZE>(r, static_cast<const unsigned char*>(a.logits) + (row * a.E + e) * ESIZE);
+    const float x = raw_elem<ESIZE, ESIZE>(r, 0, a.bf16);
+    float s;
+    if (a.sigmoid) {
+      s = sigmoid_recip(1.0f + exp_f32(-x));
+    } else {
+      s = (is_nan(x) ? 0.0f : exp_f32(fmin_ignoring_nan(x - m, 0.0f))) * inv;
+    }
+    return s;
+  }
+
+  // Top-k from sorted lists. In rounds of LANES picks: each lane sorts the best LANES of its
+  // pairs that rank after the last pick (sort8 per 8 slots, merged), then each pick is the best
+  // head across the group, and the lane that owns it pops its list. A round never empties a
+  // list, so no lane has to look at its array again until the next round. The winning lane
+  // writes the id; lane r % LANES recomputes the score of rank r from its logit (cheaper than
+  // carrying scores through the sorts), and keeps it for the renormalisation, as in
+  // select_writing.
+  template <class Lane>
+  ROUTER_FN static void select_sorted(const Args& a, Lane& ln, int sub, long long row, bool active,
+                                      const unsigned (&key)[EPL], float m, float inv) {
+    static_assert(LANES == 8, "lists of LANES pairs, sorted 8 at a time");
+    const unsigned k = static_cast<unsigned>(a.k);
+    const long long base = row * (a.k + a.S);
+    float held[HELD];
+#pragma unroll
+    for (int j = 0; j < HELD; ++j) held[j] = 0.0f;
+    float wsum = 0.0f;
+    Pair last = ~Pair{0};  // the round's pairs rank after this one, the previous round's last pick
+    for (unsigned r0 = 0; r0 < k; r0 += LANES) {
+      Pair list[8];
+#pragma unroll
+      for (int b = 0; b < EPL / 8; ++b) {
+        Pair x[8];
+#pragma unroll
+        for (int v = 0; v < 8; ++v) {
+          const Pair p = make_pair(key[b * 8 + v], static_cast<unsigned>(expert_of(b * 8 + v, sub)));
+          x[v] = p < last ? p : static_cast<unsigned>(p);  // picked already: key 0, out of the running
+        }
+        sort8(x);
+        if (b == 0) {
+#pragma unroll
+          for (int i = 0; i < 8; ++i) list[i] = x[i];
+        } else {
+          merge_best8(list, x);
+        }
+      }
+      unsigned mine = 0;  // the expert of rank r0 + sub
+#pragma unroll
+      for (int q = 0; q < LANES; ++q) {
+        const Pair win = row_best_pair<LANES>(ln, list[0]);
+        const bool won = static_cast<unsigned>(win) == static_cast<unsigned>(list[0]);
+#pragma unroll
+        for (int i = 0; i < 7; ++i) list[i] = won ? list[i + 1] : list[i];
+        list[7] = won ? Pair{0} : list[7];
+        if (active && won && r0 + q < k) a.ids[base + r0 + q] = static_cast<std::int32_t>(pair_expert(win));
+        mine = sub == q ? pair_expert(win) : mine;
+        last = win;
+      }
+      const unsigned r = r0 + static_cast<unsigned>(sub);
+      // Past rank k a lane may hold a padding slot's index: it reads expert 0 instead.
+      float w = score_of(a, row, r < k ? mine : 0u, m, inv);
+      w = (r < k && !is_nan(w)) ? w : 0.0f;
+      wsum += w;
+      const unsigned round = r0 / LANES;
+#pragma unroll
+      for (int j = 0; j < HELD; ++j) held[j] = round == static_cast<unsigned>(j) ? w : held[j];
+      if (active && r < k && round >= HELD) a.weights[base + r] = w;
+    }
+    wsum = row_sum<LANES>(ln, wsum);
     const float scale = (a.renorm && wsum > 0.0f) ? a.rsf / wsum : a.rsf;
     if (k > HELD * LANES) ln.sync();  // the unscaled weights above, before they are read back
     if (!active) return;

@@ -21,20 +21,31 @@ void load_row(const Tensor& logits, std::int64_t t, float* x) {
   for (std::int64_t e = 0; e < E; ++e) x[e] = static_cast<float>(logits.get(t * E + e));
 }
 
+void softmax_row(const float* x, std::int64_t E, float* s) {
+  float m = kNegInf;
+  for (std::int64_t e = 0; e < E; ++e)
+    if (!std::isnan(x[e])) m = std::max(m, x[e]);
+  if (m == kNegInf) {  // every logit NaN or -inf: nothing to take the max against
+    std::fill(s, s + E, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+  // exp(x - m) would be inf - inf for the +inf logits themselves; in the limit each of them
+  // weighs exp(0) and every finite logit nothing.
+  const bool inf = m == -kNegInf;
+  double sum = 0;
+  for (std::int64_t e = 0; e < E; ++e) {
+    s[e] = std::isnan(x[e]) ? 0.0f : inf ? (x[e] == m ? 1.0f : 0.0f) : std::exp(x[e] - m);
+    sum += s[e];
+  }
+  for (std::int64_t e = 0; e < E; ++e) s[e] = static_cast<float>(static_cast<double>(s[e]) / sum);
+}
+
 void row_scores(const RouterSpec& spec, const float* x, const float* bias, float* s, float* c) {
   const std::int64_t E = spec.experts;
   if (spec.scoring == RouterScoring::sigmoid) {
     for (std::int64_t e = 0; e < E; ++e) s[e] = 1.0f / (1.0f + std::exp(-x[e]));
   } else {
-    float m = kNegInf;
-    for (std::int64_t e = 0; e < E; ++e)
-      if (!std::isnan(x[e])) m = std::max(m, x[e]);
-    double sum = 0;
-    for (std::int64_t e = 0; e < E; ++e)
-      if (!std::isnan(x[e])) sum += std::exp(x[e] - m);
-    for (std::int64_t e = 0; e < E; ++e)
-      s[e] = std::isnan(x[e]) ? std::numeric_limits<float>::quiet_NaN()
-                              : static_cast<float>(static_cast<double>(std::exp(x[e] - m)) / sum);
+    softmax_row(x, E, s);
   }
   for (std::int64_t e = 0; e < E; ++e) c[e] = s[e] + (bias ? bias[e] : 0.0f);
 }

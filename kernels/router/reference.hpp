@@ -3,9 +3,10 @@
 // and validation reuses its pieces to recognise near-ties.
 //
 // Choices the design leaves open, fixed here:
-// - softmax: a NaN logit gets s = NaN and takes no part in the row max or the row sum, so
-//   one bad logit does not wipe out the row (its expert ranks last, with weight 0);
-//   a +inf logit makes the whole row NaN (inf - inf), as the max-subtracted formula says.
+// - softmax (DESIGN 1.1 rule 1): a NaN logit counts as -inf (s = 0), so one bad logit does not
+//   wipe out the row; +inf logits share the whole mass equally (the limit), the rest get 0. A
+//   row without a logit above -inf (all NaN or -inf; NaN counting as -inf) scores NaN
+//   everywhere, like the all-NaN row the design names and like max-subtracted -inf - -inf.
 // - group score: top2_sum adds the two largest selection scores in fp32 (what deployed
 //   routers compute; fp64 would only create near-ties no kernel reproduces); a group of one
 //   expert scores that expert's c. A NaN group score ranks as -inf.
@@ -24,6 +25,8 @@ float rank_value(float c);
 // Expert (or group) a ranks before b: larger rank value, ties to the lower index.
 bool ranks_before(const float* c, std::int64_t a, std::int64_t b);
 
+// Softmax of one row of E logits (fp64 row sum), with the non-finite rules above.
+void softmax_row(const float* x, std::int64_t E, float* s);
 // Logits of row t widened to float (bf16/f16 convert exactly).
 void load_row(const Tensor& logits, std::int64_t t, float* x);
 // s = score(x) in fp32 (softmax with an fp64 row sum, or sigmoid); c = s + bias in fp32.
