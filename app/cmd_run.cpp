@@ -120,7 +120,7 @@ void add_run_command(CLI::App& root) {
   cmd->add_option("--dist", ra->dist, "routing: uniform | zipf | FILE.npy (captured logits [N,E] or ids [N,k])")->default_str("uniform");
   allow_only(cmd->add_option("--zipf-s", ra->zipf_s, "zipf exponent for --dist zipf (0: uniform)")->default_str("1.2"),
              Allowed::non_negative_number, "0: uniform; larger: more skewed");
-  cmd->add_option("--seed", ra->seed, "random seed for generated inputs")->default_str("1");
+  allow_only(cmd->add_option("--seed", ra->seed, "random seed for generated inputs")->default_str("1"), Allowed::seed);
   allow_only(cmd->add_option("--repeat", ra->repeat, "timed runs (the first is validated)")->default_str("5"),
              Allowed::positive_int);
   cmd->footer("Exit status: 0 the output matched the reference; 1 it did not (the validate line says which tensor); "

@@ -217,7 +217,7 @@ void add_sweep_command(CLI::App& root) {
   cmd->add_option("--dist", a->dist, "routing: uniform | zipf | FILE.npy (captured logits or ids)")->default_str("uniform");
   allow_only(cmd->add_option("--zipf-s", a->zipf_s, "zipf exponent for --dist zipf (0: uniform)")->default_str("1.2"),
              Allowed::non_negative_number, "0: uniform; larger: more skewed");
-  cmd->add_option("--seed", a->seed, "seed of every random input")->default_str("0");
+  allow_only(cmd->add_option("--seed", a->seed, "seed of every random input")->default_str("0"), Allowed::seed);
   cmd->add_option("--timer", a->timer, "cuda: cold (L2 flushed per sample, CUPTI) | hot (CUDA-graph batch)")
       ->default_str("cold");
   cmd->add_flag("--no-cupti", a->no_cupti, "cuda: time with CUDA events only");

@@ -17,12 +17,19 @@ const char* requirement(Allowed a) {
     case Allowed::non_negative_int: return "an integer >= 0";
     case Allowed::positive_number: return "a finite number > 0";
     case Allowed::non_negative_number: return "a finite number >= 0";
+    case Allowed::seed: return "an integer from 0 to 18446744073709551615";
   }
   return "";
 }
 
 // Empty when `text` is allowed, else what is wrong with it.
 std::string fault(Allowed a, const std::string& text) {
+  if (a == Allowed::seed) {
+    unsigned long long v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    const bool ok = !text.empty() && ec == std::errc() && end == text.data() + text.size();
+    return ok ? "" : std::string("must be ") + requirement(a);
+  }
   const bool integral = a == Allowed::positive_int || a == Allowed::non_negative_int;
   const double lowest = a == Allowed::positive_int ? 1 : 0;
   if (integral) {

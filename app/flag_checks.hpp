@@ -13,6 +13,7 @@ enum class Allowed {
   non_negative_int,     // 0 .. INT_MAX
   positive_number,      // finite, > 0
   non_negative_number,  // finite, >= 0
+  seed,                 // 0 .. 2^64-1 (a minus sign would wrap around to a huge seed)
 };
 
 // Adds the check to `opt`; `note` (e.g. "0: all cores") is appended to the message.

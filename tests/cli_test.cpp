@@ -215,7 +215,9 @@ TEST(Cli, FlagValuesOutOfRangeAreRefused) {
                         Case{"run router --backend cpu --threads -4", "--threads -4: must be an integer >= 0"},
                         Case{"run router --backend cpu --dist zipf --zipf-s -5", "--zipf-s -5: must be a finite number >= 0"},
                         Case{"lookup router --backend cpu --tokens 4 --threads -1", "--threads -1: must be an integer >= 0"},
-                        Case{"lookup router --backend cpu --tokens 4 --device 0", "--device names the GPU whose tables"}}) {
+                        Case{"lookup router --backend cpu --tokens 4 --device 0", "--device names the GPU whose tables"},
+                        Case{"sweep router --seed -1" + q, "--seed -1: must be an integer from 0 to 18446744073709551615"},
+                        Case{"run router --backend cpu --seed 1.5", "--seed 1.5: must be an integer from 0"}}) {
     const auto r = sh(c.args);
     EXPECT_EQ(r.rc, 2) << c.args << "\n" << r.out;
     EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << "\n" << r.out;
@@ -223,6 +225,7 @@ TEST(Cli, FlagValuesOutOfRangeAreRefused) {
   }
   // The edges that are allowed still run: zipf s = 0 is uniform.
   EXPECT_EQ(sh("run router --backend cpu --tokens 4 --dist zipf --zipf-s 0 --repeat 1").rc, 0);
+  EXPECT_EQ(sh("run router --backend cpu --tokens 4 --repeat 1 --seed 18446744073709551615").rc, 0);
   std::filesystem::remove_all(d);
 }
 
