@@ -17,7 +17,6 @@
 #include "tuner/problem.hpp"
 #include "tuner/report.hpp"
 #include "tuner/runner.hpp"
-#include "tuner/space_file.hpp"
 #include "tuner/tables_dir.hpp"
 
 namespace moe::app {
@@ -119,9 +118,6 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
     for (const FamilyDesc* f : sweep_targets(a.what, backend, strict))
       o.units.push_back({f, problem_params(*f, a.problem, strict)});
   }
-  std::vector<const FamilyDesc*> swept;
-  for (auto& u : o.units) swept.push_back(u.family);
-  tuner::check_space_file(a.space, swept, backend);
   o.tokens = tuner::parse_token_list(a.problem.tokens);
   o.threads = a.threads;
   o.space = a.space;

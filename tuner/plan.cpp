@@ -8,6 +8,7 @@
 #include "tuner/harness.hpp"
 #include "tuner/json_io.hpp"
 #include "tuner/point_cost.hpp"
+#include "tuner/space_file.hpp"
 
 namespace moe::tuner {
 
@@ -45,18 +46,6 @@ std::vector<int> shard_points(const std::vector<double>& costs, int index, int c
 }
 
 namespace {
-
-json load_space_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("--space " + path + ": cannot read it (use default, full, or a JSON file of configs)");
-  try {
-    json j = json::parse(in);
-    if (!j.is_array() && !j.is_object()) throw Error("");
-    return j;
-  } catch (const std::exception&) {
-    throw Error("--space " + path + " is not a JSON list of configs (e.g. [{\"tile\": 16}]) or an object {family: [configs]}");
-  }
-}
 
 std::vector<Candidate> file_candidates(const json& space, const std::string& path, const FamilyDesc& f, Backend b,
                                        const Params& problem, const DeviceInfo& dev) {
@@ -97,7 +86,11 @@ Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64
   Plan plan;
   json file;
   const bool from_file = space != "default" && space != "full";
-  if (from_file) file = load_space_file(space);
+  if (from_file) {
+    std::vector<const FamilyDesc*> swept;
+    for (const SweepUnit& u : units) swept.push_back(u.family);
+    file = read_space_file(space, swept, backend);
+  }
   std::string canon;
   for (std::size_t ui = 0; ui < units.size(); ++ui) {
     const SweepUnit& u = units[ui];

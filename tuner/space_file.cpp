@@ -52,8 +52,7 @@ void check_configs(const std::string& path, const json& list, const std::string&
 
 }  // namespace
 
-void check_space_file(const std::string& path, const std::vector<const FamilyDesc*>& swept, Backend b) {
-  if (path == "default" || path == "full") return;
+json read_space_file(const std::string& path, const std::vector<const FamilyDesc*>& swept, Backend b) {
   if (const std::string why = io::not_a_regular_file(path); !why.empty())
     throw Error("--space " + path + " " + why + ": give default, full, or a JSON file of configs");
   std::ifstream in(path);
@@ -64,7 +63,10 @@ void check_space_file(const std::string& path, const std::vector<const FamilyDes
   } catch (const json::exception&) {
     j = nullptr;
   }
-  if (j.is_array()) return check_configs(path, j, "the list", swept, b);
+  if (j.is_array()) {
+    check_configs(path, j, "the list", swept, b);
+    return j;
+  }
   if (!j.is_object())
     throw Error("--space " + path + " is not a JSON list of configs (e.g. [{\"tile\": 16}]) or an object {family: [configs]}");
   for (auto& [name, list] : j.items()) {
@@ -76,6 +78,7 @@ void check_space_file(const std::string& path, const std::vector<const FamilyDes
     }
     if (std::find(swept.begin(), swept.end(), *it) != swept.end()) check_configs(path, list, name + "'s list", {*it}, b);
   }
+  return j;
 }
 
 }  // namespace moe::tuner

@@ -5,12 +5,15 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "moe/family.hpp"
 
 namespace moe::tuner {
 
-// Throws an Error naming the file, the config and the unknown key, with the known ones.
-// `swept`: the families the sweep covers; keys of families it does not cover are not read.
-void check_space_file(const std::string& path, const std::vector<const FamilyDesc*>& swept, Backend b);
+// The file's JSON: a list of configs, or an object {family: [configs]}. Throws an Error naming
+// the file, the config and the unknown key, with the known ones. `swept`: the families the
+// sweep covers; keys of families it does not cover are not read.
+nlohmann::json read_space_file(const std::string& path, const std::vector<const FamilyDesc*>& swept, Backend b);
 
 }  // namespace moe::tuner
