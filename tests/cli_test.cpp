@@ -22,7 +22,8 @@ struct Result {
 };
 
 Result sh(const std::string& args) {
-  const std::string cmd = std::string(MOEBENCH_EXE) + " " + args + " 2>&1";
+  // A hang (a FIFO opened for reading, say) ends as exit 124 here, not at ctest's time-out.
+  const std::string cmd = "timeout -k 5 300 " + std::string(MOEBENCH_EXE) + " " + args + " 2>&1";
   Result r{0, {}};
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf;
@@ -105,9 +106,16 @@ TEST(Cli, FifoInputIsRefusedNotWaitedOn) {
   const std::string dir = tmpdir("fifo");
   const std::string fifo = dir + "/ids.npy";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  auto r = sh("run dispatch --backend cpu --tokens 4 --input ids=" + fifo);  // the test's timeout guards a hang
+  auto r = sh("run dispatch --backend cpu --tokens 4 --input ids=" + fifo);
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("not a regular file"), std::string::npos) << r.out;
+  // Every other file a command reads: results, journals, model presets, HF configs.
+  for (const std::string& args : {"compare " + fifo + " " + fifo, "merge " + fifo + " --out " + dir + "/merged",
+                                  "run router --backend cpu --model " + fifo, "run router --backend cpu --hf-config " + fifo}) {
+    r = sh(args);
+    EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("not a regular file"), std::string::npos) << args << "\n" << r.out;
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -9,12 +9,15 @@
 #include <fstream>
 #include <set>
 
+#include "io/regular_file.hpp"
 #include "moe/error.hpp"
 #include "tuner/line_io.hpp"
 
 namespace moe::tuner {
 
 JournalContents read_journal(const std::string& path) {
+  if (const std::string why = io::not_a_regular_file(path); !why.empty())
+    throw Error("journal " + path + " " + why + ": give a sweep directory or its journal.jsonl");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read journal " + path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -10,6 +10,7 @@
 
 #include "common/problem_params.hpp"
 #include "moe/dtype.hpp"
+#include "io/regular_file.hpp"
 #include "moe/error.hpp"
 
 namespace moe::tuner {
@@ -34,7 +35,8 @@ std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
 json parse_json_file(const std::string& path, const std::string& what) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error(what + " '" + path + "' does not exist");
-  if (fs::is_directory(path, ec)) throw Error(what + " '" + path + "' is a directory, not a JSON file");
+  if (const std::string why = io::not_a_regular_file(path); !why.empty())
+    throw Error(what + " '" + path + "' " + why + ": give a JSON file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read " + what + " '" + path + "'");
   std::stringstream ss;

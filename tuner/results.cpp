@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "io/regular_file.hpp"
 #include "moe/error.hpp"
 
 namespace fs = std::filesystem;
@@ -203,6 +204,8 @@ json read_results(const std::string& path_or_dir) {
   std::string path = path_or_dir;
   std::error_code ec;
   if (fs::is_directory(path, ec)) path = (fs::path(path) / "results.json").string();
+  if (const std::string why = io::not_a_regular_file(path); !why.empty())
+    throw Error("results " + path + " " + why + ": give a results.json or the sweep directory holding it");
   std::ifstream in(path);
   if (!in) throw Error("cannot read results " + path);
   json j;
