@@ -99,6 +99,7 @@ TEST(TunerTables, PercentOfPeakOnlyAgainstARealPeak) {
   std::string md = markdown_summary(cpu);
   EXPECT_NE(md.find("no % of peak on the cpu backend"), std::string::npos) << md;
   EXPECT_EQ(md.find("143."), std::string::npos) << md;
+  EXPECT_EQ(md.find("| % of peak |"), std::string::npos) << "no column that is always empty\n" << md;
   EXPECT_EQ(results_csv(cpu).find(",143."), std::string::npos);
 
   JournalContents j = journal({{1, {100, 70, 130}}, {8, {1000, 700, 1300}}});
@@ -111,6 +112,7 @@ TEST(TunerTables, PercentOfPeakOnlyAgainstARealPeak) {
   EXPECT_GT(pct, 100);
   EXPECT_LT(gpu["points"][1]["pct_peak"].get<double>(), 100);
   md = markdown_summary(gpu);
+  EXPECT_NE(md.find("| % of peak |"), std::string::npos) << md;
   EXPECT_NE(md.find(fmt::format("{:.1f} (cache)", pct)), std::string::npos) << md;
   EXPECT_NE(md.find("(cache): faster than the measured copy bandwidth"), std::string::npos) << md;
   EXPECT_EQ(md.find(fmt::format("{:.1f} (cache)", gpu["points"][1]["pct_peak"].get<double>())), std::string::npos) << md;

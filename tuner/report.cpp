@@ -106,14 +106,16 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
   bool cut = false, above_peak = false;
   for (auto& k : order) {
     md += "\n## " + k + "\n\n";
-    md += "| tokens | chosen config | median us | vs default | GB/s | TFLOP/s | % of peak | timed | not usable |\n";
-    md += "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    // No % of peak column on the cpu backend: there is no peak it would be a fraction of.
+    md += std::string("| tokens | chosen config | median us | vs default | GB/s | TFLOP/s | ") + (cpu ? "" : "% of peak | ") +
+          "timed | not usable |\n";
+    md += std::string("|---:|---|---:|---:|---:|---:|") + (cpu ? "" : "---:|") + "---:|---:|\n";
     for (const json* p : groups[k]) {
       const std::string counts = fmt::format("{}/{} | {}", timed_count(*p), p->value("total", 0), not_usable_count(*p));
       if (!p->contains("chosen")) {
-        md += fmt::format("| {} | {} | - | - | - | - | - | {} |\n", p->value("tokens", 0),
+        md += fmt::format("| {} | {} | - | - | - | - | {}{} |\n", p->value("tokens", 0),
                           p->contains("error") ? "error: " + (*p)["error"].get<std::string>() : std::string("no valid config"),
-                          counts);
+                          cpu ? "" : "- | ", counts);
         continue;
       }
       const json& c = (*p)["chosen"];
@@ -133,9 +135,9 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
         pct += " (cache)";
         above_peak = true;
       }
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", p->value("tokens", 0), cfg,
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {}{} |\n", p->value("tokens", 0), cfg,
                         num(c, "median_us", "{:.3f}"), num(*p, "speedup_vs_default", "{:.2f}x"), num(*p, "gbps", "{:.1f}"),
-                        num(*p, "tflops", "{:.2f}"), pct, counts);
+                        num(*p, "tflops", "{:.2f}"), cpu ? "" : pct + " | ", counts);
     }
   }
   if (above_peak)
