@@ -584,6 +584,24 @@ struct RowKernel {
     }
   }
 
+  // The end of select_writing and select_sorted: every lane holds the row's weight sum `wsum`;
+  // lane r % LANES holds rank r's weight in held[r / LANES] (r < HELD*LANES), and later ranks
+  // were written unscaled. Scales all k by rsf (and 1/wsum when renormalising) and stores them.
+  template <class Lane>
+  ROUTER_FN static void store_held_weights(const Args& a, Lane& ln, int sub, long long base, bool active,
+                                           const float (&held)[HELD], float wsum) {
+    const unsigned k = static_cast<unsigned>(a.k);
+    const float scale = (a.renorm && wsum > 0.0f) ? a.rsf / wsum : a.rsf;
+    if (k > HELD * LANES) ln.sync();  // the unscaled weights above, before they are read back
+    if (!active) return;
+#pragma unroll
+    for (int j = 0; j < HELD; ++j) {
+      const unsigned r = static_cast<unsigned>(j * LANES + sub);
+      if (r < k) a.weights[base + r] = held[j] * scale;
+    }
+    for (unsigned r = HELD * LANES + sub; r < k; r += LANES) a.weights[base + r] *= scale;
+  }
+
   // Top-k for packed wide rows. The winning lane writes the id at once; every lane of the group
   // gets the winner's score, and lane r % LANES keeps the score of rank r (for r < HELD*LANES)
   // until the renormalised scale is known. Later ranks are written unscaled and fixed after.
@@ -622,15 +640,7 @@ struct RowKernel {
         if (it >= HELD * LANES) a.weights[base + it] = w;
       }
     }
-    const float scale = (a.renorm && wsum > 0.0f) ? a.rsf / wsum : a.rsf;
-    if (k > HELD * LANES) ln.sync();  // the unscaled weights above, before they are read back
-    if (!active) return;
-#pragma unroll
-    for (int j = 0; j < HELD; ++j) {
-      const unsigned r = static_cast<unsigned>(j * LANES + sub);
-      if (r < k) a.weights[base + r] = held[j] * scale;
-    }
-    for (unsigned r = HELD * LANES + sub; r < k; r += LANES) a.weights[base + r] *= scale;
+    store_held_weights(a, ln, sub, base, active, held, wsum);
   }
 
   // The score of expert e of the row, recomputed from its logit exactly as route() computes it
@@ -707,15 +717,7 @@ struct RowKernel {
       if (active && r < k && round >= HELD) a.weights[base + r] = w;
     }
     wsum = row_sum<LANES>(ln, wsum);
-    const float scale = (a.renorm && wsum > 0.0f) ? a.rsf / wsum : a.rsf;
-    if (k > HELD * LANES) ln.sync();  // the unscaled weights above, before they are read back
-    if (!active) return;
-#pragma unroll
-    for (int j = 0; j < HELD; ++j) {
-      const unsigned r = static_cast<unsigned>(j * LANES + sub);
-      if (r < k) a.weights[base + r] = held[j] * scale;
-    }
-    for (unsigned r = HELD * LANES + sub; r < k; r += LANES) a.weights[base + r] *= scale;
+    store_held_weights(a, ln, sub, base, active, held, wsum);
   }
 
   // Rows warp*RPW + (lane/LANES), stepping by nwarps*RPW; the next row's logits are loaded
