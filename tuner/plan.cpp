@@ -49,12 +49,12 @@ namespace {
 
 std::vector<Candidate> file_candidates(const json& space, const std::string& path, const FamilyDesc& f, Backend b,
                                        const Params& problem, const DeviceInfo& dev) {
+  // read_space_file has checked that every swept family's configs are a list of objects.
   const json* list = &space;
   if (space.is_object()) {
     if (!space.contains(f.name)) return {};
     list = &space[f.name];
   }
-  if (!list->is_array()) throw Error("--space " + path + ": the configs of " + f.name + " are not a JSON list");
   std::vector<Candidate> out;
   for (auto& item : *list) {
     Candidate c;
