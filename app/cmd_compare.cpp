@@ -2,9 +2,9 @@
 
 #include "app/commands.hpp"
 #include "moe/error.hpp"
-#include "tuner/compare.hpp"
-#include "tuner/results.hpp"
-#include "tuner/units.hpp"
+#include "tuner/store/compare.hpp"
+#include "tuner/store/results.hpp"
+#include "tuner/base/units.hpp"
 
 namespace moe::app {
 

@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 
 #include "app/commands.hpp"
-#include "tuner/kernel_static.hpp"
+#include "tuner/problem/kernel_static.hpp"
 
 namespace moe::app {
 

@@ -5,7 +5,7 @@
 
 #include "app/commands.hpp"
 #include "moe/family.hpp"
-#include "tuner/models.hpp"
+#include "tuner/problem/models.hpp"
 
 namespace moe::app {
 

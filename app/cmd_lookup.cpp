@@ -14,7 +14,7 @@
 #include "moe/error.hpp"
 #include "runtime/lookup.hpp"
 #include "runtime/params_json.hpp"
-#include "tuner/problem.hpp"
+#include "tuner/problem/problem.hpp"
 
 namespace moe::app {
 

@@ -3,8 +3,8 @@
 #include "app/commands.hpp"
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
-#include "tuner/merge.hpp"
-#include "tuner/report.hpp"
+#include "tuner/store/merge.hpp"
+#include "tuner/store/report.hpp"
 
 namespace moe::app {
 

@@ -9,10 +9,10 @@
 #include "io/npy.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
-#include "tuner/save_case.hpp"
-#include "tuner/harness.hpp"
-#include "tuner/problem.hpp"
-#include "tuner/tables_dir.hpp"
+#include "tuner/measure/save_case.hpp"
+#include "tuner/measure/harness.hpp"
+#include "tuner/problem/problem.hpp"
+#include "tuner/store/tables_dir.hpp"
 
 namespace moe::app {
 

@@ -13,11 +13,11 @@
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
-#include "tuner/layer_units.hpp"
-#include "tuner/problem.hpp"
-#include "tuner/report.hpp"
-#include "tuner/runner.hpp"
-#include "tuner/tables_dir.hpp"
+#include "tuner/search/layer_units.hpp"
+#include "tuner/problem/problem.hpp"
+#include "tuner/store/report.hpp"
+#include "tuner/run/runner.hpp"
+#include "tuner/store/tables_dir.hpp"
 
 namespace moe::app {
 

@@ -4,7 +4,7 @@
 
 #include "app/commands.hpp"
 #include "moe/error.hpp"
-#include "tuner/worker.hpp"
+#include "tuner/run/worker.hpp"
 
 namespace moe::app {
 

@@ -6,7 +6,7 @@
 
 #include "app/commands.hpp"
 #include "moe/error.hpp"
-#include "tuner/version.hpp"
+#include "tuner/base/version.hpp"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <map>
 
 #include "moe/error.hpp"
-#include "tuner/models.hpp"
-#include "tuner/problem.hpp"
+#include "tuner/problem/models.hpp"
+#include "tuner/problem/problem.hpp"
 
 namespace moe::app {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the .npy fixtures of tests/npy_test.cpp with numpy (1.x or 2.x).
+"""Writes the .npy fixtures of tests/kernels/io/npy_test.cpp with numpy (1.x or 2.x).
 
 The values follow simple formulas that the C++ test recomputes, so the fixtures check that
 moebench reads what numpy wrote, bit for bit. Run from anywhere:

@@ -5,7 +5,7 @@
 // then each thread walks its column vectors, loading the selected rows four at a time and
 // accumulating in fp32. rmsnorm adds the residual, stores residual_out, reduces the sum of
 // squares over the group and rescales in a second pass over the (cache-hot) residual_out.
-// Device code only, so tests/combine_emulation_test.cpp can run it on the cpu; the launcher
+// Device code only, so tests/kernels/combine/combine_emulation_test.cpp can run it on the cpu; the launcher
 // is in cuda_launch.cuh. Internal linkage: each includer gets its own copy.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

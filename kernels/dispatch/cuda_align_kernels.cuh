@@ -5,7 +5,7 @@
 // expert) prefix counts place the warps' runs one after another.
 //   single: one CTA does it all in shared memory (decode: one launch).
 //   multi:  hist (per-CTA counts) -> scan (one CTA) -> scatter (per-CTA stable placement).
-// Device code only, so tests/dispatch_emulation_test.cpp can run it on the cpu; the launchers
+// Device code only, so tests/kernels/dispatch/dispatch_emulation_test.cpp can run it on the cpu; the launchers
 // are in cuda_align.cu. Internal linkage: each includer gets its own copy.
 #include "common/cuda_smem.cuh"
 #include "dispatch/cuda_launch.hpp"

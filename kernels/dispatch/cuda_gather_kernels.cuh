@@ -4,7 +4,7 @@
 //   by row:   each sorted row copies its token's row (src/K); padding rows are zeroed.
 //   by token: each token reads its row once and stores it to each of its rows (dst); the
 //             grid's last blocks zero the padding rows.
-// Device code only, so tests/dispatch_emulation_test.cpp can run it on the cpu; the launcher
+// Device code only, so tests/kernels/dispatch/dispatch_emulation_test.cpp can run it on the cpu; the launcher
 // is in cuda_gather.cu. Internal linkage: each includer gets its own copy.
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 #pragma once
 // The few device instructions the gmm kernels are built from (cp.async, ldmatrix, mma.sync,
 // conversions, thread indices). The kernels use nothing else, so the cpu test suite can
-// compile the very same kernel source against an emulation of these (tests/gmm_emulation_test.cpp).
+// compile the very same kernel source against an emulation of these (tests/kernels/gmm/gmm_emulation_test.cpp).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -2,7 +2,7 @@
 // The wgmma path's own small kernels, beside the CUTLASS grouped GEMM: the setup kernel that
 // turns `offsets` into per-expert shapes, pointers and strides on the device, and the fused,
 // vectorized silu(gate)*up pass over the gate|up rows the up GEMM wrote. No CUTLASS here, so
-// the cpu tests compile this very source against emulated primitives (tests/wgmma_emulation_test.cpp).
+// the cpu tests compile this very source against emulated primitives (tests/kernels/gmm/wgmma_emulation_test.cpp).
 #include <cstdint>
 
 #include "gmm/wgmma_configs.hpp"

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "require_gpu.hpp"
-#include "../prepared_problems.hpp"
+#include "support/prepared_problems.hpp"
 #include "combine/family.hpp"
 #include "common/routing_gen.hpp"
 #include "dispatch/cuda_launch.hpp"
@@ -22,8 +22,8 @@
 #include "dispatch/plan.hpp"
 #include "dispatch/spec.hpp"
 #include "moe/cuda_device.hpp"
-#include "tuner/device_tensors.hpp"
-#include "tuner/harness.hpp"
+#include "tuner/measure/device_tensors.hpp"
+#include "tuner/measure/harness.hpp"
 
 namespace {
 

@@ -4,14 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "gmm/cuda_configs.hpp"
-#include "../gmm_problems.hpp"
+#include "support/gmm_problems.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
 #include "require_gpu.hpp"
-#include "tuner/cupti_timer.hpp"
-#include "tuner/memory_check.hpp"
-#include "tuner/nvml.hpp"
-#include "tuner/timer_cuda.hpp"
+#include "tuner/measure/cupti_timer.hpp"
+#include "tuner/measure/memory_check.hpp"
+#include "tuner/measure/nvml.hpp"
+#include "tuner/measure/timer_cuda.hpp"
 
 using namespace moe;
 using namespace moe::tuner;

@@ -12,15 +12,15 @@
 #include <nlohmann/json.hpp>
 
 #include "require_gpu.hpp"
-#include "../gmm_problems.hpp"
+#include "support/gmm_problems.hpp"
 #include "gmm/cublas_reference.hpp"
 #include "gmm/cuda_configs.hpp"
 #include "gmm/family.hpp"
 #include "gmm/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
-#include "tuner/device_tensors.hpp"
-#include "tuner/harness.hpp"
+#include "tuner/measure/device_tensors.hpp"
+#include "tuner/measure/harness.hpp"
 
 namespace moe {
 namespace {

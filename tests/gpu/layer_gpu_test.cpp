@@ -9,7 +9,7 @@
 #include "require_gpu.hpp"
 #include "layer/stage_configs.hpp"
 #include "moe/cuda_device.hpp"
-#include "tuner/harness.hpp"
+#include "tuner/measure/harness.hpp"
 
 namespace {
 

@@ -13,9 +13,9 @@
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "router/cuda.hpp"
-#include "tests/router_cases.hpp"
-#include "tuner/device_tensors.hpp"
-#include "tuner/harness.hpp"
+#include "support/router_cases.hpp"
+#include "tuner/measure/device_tensors.hpp"
+#include "tuner/measure/harness.hpp"
 
 namespace {
 

@@ -18,12 +18,12 @@
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
-#include "tuner/cupti_timer.hpp"
-#include "tuner/harness.hpp"
-#include "tuner/runner.hpp"
-#include "tuner/timer_cuda.hpp"
-#include "tuner/worker.hpp"
-#include "tuner/worker_process.hpp"
+#include "tuner/measure/cupti_timer.hpp"
+#include "tuner/measure/harness.hpp"
+#include "tuner/run/runner.hpp"
+#include "tuner/measure/timer_cuda.hpp"
+#include "tuner/run/worker.hpp"
+#include "tuner/run/worker_process.hpp"
 
 using namespace moe;
 using namespace moe::tuner;

@@ -1,0 +1,296 @@
+// The wgmma path's own kernels (kernels/gmm/wgmma_kernels.cuh: the setup kernel that writes the
+// grouped GEMM's per-expert shapes, pointers and strides from `offsets`, and the silu*up
+// pass) compiled against emulated primitives and run on the simt emulator. The grouped GEMM
+// itself is CUTLASS's; here a plain loop plays it, reading only what the setup kernel wrote,
+// so a wrong row range, pointer, stride or routed-weight column fails the family's validation.
+// tests/gpu/gmm_gpu_test.cpp checks the real kernels; tests/kernels/gmm/wgmma_sass_test.cpp their code.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "gmm/family.hpp"
+#include "gmm/wgmma_configs.hpp"
+#include "support/gmm_problems.hpp"
+#include "moe/dtype.hpp"
+#include "moe/family.hpp"
+#include "emu/simt_emulator.hpp"
+#include "tuner/measure/harness.hpp"
+
+// ---- the primitives wgmma_kernels.cuh reads, emulated
+
+#define GMM_EMULATED_PRIMITIVES 1
+#define GMM_KERNEL_NAMESPACE wg_emulated
+#define GMM_DEVICE inline
+#define GMM_KERNEL(threads) void
+
+namespace moe::gmm::wg_emulated {
+
+inline int max(int a, int b) { return a > b ? a : b; }
+inline int thread_x() { return simt::thread(); }
+inline long long block_x() { return simt::block(); }
+inline long long grid_x() { return simt::grid(); }
+template <class T>
+T ldg(const T* p) {
+  return *p;
+}
+inline float exp_fast(float x) { return std::exp(x); }
+template <bool BF16>
+std::uint32_t pack2(float lo, float hi) {
+  const std::uint32_t l = BF16 ? moe::float_to_bf16(lo) : moe::float_to_f16(lo);
+  const std::uint32_t h = BF16 ? moe::float_to_bf16(hi) : moe::float_to_f16(hi);
+  return l | (h << 16);
+}
+struct Vec8 {
+  std::uint16_t v[8];
+};
+inline Vec8 load_vec8(const std::uint16_t* p) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 16) simt::fault("misaligned 16-byte load");
+  Vec8 r;
+  std::memcpy(r.v, p, 16);
+  return r;
+}
+inline void store_vec8(std::uint16_t* p, const Vec8& v) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 16) simt::fault("misaligned 16-byte store");
+  std::memcpy(p, v.v, 16);
+}
+template <bool BF16>
+float to_f32(std::uint16_t bits) {
+  return BF16 ? moe::bf16_to_float(bits) : moe::f16_to_float(bits);
+}
+
+}  // namespace moe::gmm::wg_emulated
+
+#include "gmm/wgmma_kernels.cuh"
+
+namespace moe {
+namespace {
+
+using testing::gmm_problem;
+namespace emu = gmm::wg_emulated;
+
+std::string run_grid(int threads, long long grid, std::uint32_t seed, const std::function<void()>& body) {
+  try {
+    simt::launch(grid, threads, 0, body, seed);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+Tensor i32_tensor(std::vector<std::int32_t> v) {
+  Tensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
+  for (std::size_t i = 0; i < v.size(); ++i) t.data<std::int32_t>()[i] = v[i];
+  return t;
+}
+
+// The per-expert arrays, host-side, poisoned so an expert the kernel skips shows.
+struct Arrays {
+  explicit Arrays(std::size_t e)
+      : problems(3 * e, -7), a(e, reinterpret_cast<const void*>(0x1)), b(a), d(e, reinterpret_cast<void*>(0x1)),
+        rw(e, reinterpret_cast<const float*>(0x1)), lda(e, -1), ldb(e, -1), ldd(e, -1) {}
+  std::vector<int> problems;
+  std::vector<const void*> a, b;
+  std::vector<void*> d;
+  std::vector<const float*> rw;
+  std::vector<long long> lda, ldb, ldd;
+  gmm::wgmma::GroupArrays view() {
+    return {problems.data(), a.data(), b.data(), d.data(), rw.data(), lda.data(), ldb.data(), ldd.data()};
+  }
+};
+
+std::string run_setup(const gmm::wgmma::SetupArgs& a, long long grid, std::uint32_t seed = 3) {
+  return run_grid(emu::kWgmmaThreads, grid, seed, [&] { emu::wgmma_setup_kernel(a); });
+}
+
+// What CUTLASS does with the arrays: D[e] = A[e] * B[e]^T (row m of the expert scaled by its
+// routed weight when the plan has them), fp32 accumulation, rounded to the dtype.
+void grouped_gemm_on_host(const gmm::wgmma::GroupArrays& g, int experts, bool bf16, bool row_weight) {
+  for (int e = 0; e < experts; ++e) {
+    const int M = g.problems[3 * e], N = g.problems[3 * e + 1], K = g.problems[3 * e + 2];
+    const auto* A = static_cast<const std::uint16_t*>(g.a[e]);
+    const auto* B = static_cast<const std::uint16_t*>(g.b[e]);
+    auto* D = static_cast<std::uint16_t*>(g.d[e]);
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {
+        float acc = 0;
+        for (int k = 0; k < K; ++k)
+          acc += bf16 ? emu::to_f32<true>(A[m * g.lda[e] + k]) * emu::to_f32<true>(B[n * g.ldb[e] + k])
+                      : emu::to_f32<false>(A[m * g.lda[e] + k]) * emu::to_f32<false>(B[n * g.ldb[e] + k]);
+        if (row_weight) acc *= g.row_weight[e][m];
+        D[m * g.ldd[e] + n] = bf16 ? moe::float_to_bf16(acc) : moe::float_to_f16(acc);
+      }
+  }
+}
+
+// The whole wgmma call with CUTLASS played on the host: setup, grouped GEMM, silu*up for up.
+// Returns the emulator's complaint, or the family's validation summary when it fails.
+std::string check_stage(const Params& problem, TensorMap given, std::uint64_t seed, long long grid) {
+  InputOptions o;
+  o.seed = seed;
+  const auto p = tuner::prepare(gmm_family(), problem, o, std::move(given));
+  const GmmSpec s = GmmSpec::parse(p.problem);
+  TensorMap out = allocate(p.output_specs);
+  for (auto& [n, t] : out) poison_host(t.ref());
+  const Tensor& act = p.inputs.at(s.act_name());
+  const auto R = act.shape()[0];
+  const bool bf16 = s.dtype == DType::bf16;
+  // up: the GEMM's gate|up rows, poisoned like the workspace a GPU hands over.
+  Tensor gu(s.dtype, {std::max<std::int64_t>(R, 1), s.n_w()});
+  poison_host(gu.ref());
+  Arrays arr(static_cast<std::size_t>(s.e_local()));
+  gmm::wgmma::SetupArgs a;
+  a.act = act.data<std::uint16_t>();
+  a.weight = p.inputs.at(s.weight_name()).data<std::uint16_t>();
+  a.offsets = p.inputs.at("offsets").data<std::int32_t>();
+  a.row_weight = s.routed_weight ? p.inputs.at("row_weight").data<float>() : nullptr;
+  std::uint16_t* dst = out.at(s.out_name()).data<std::uint16_t>();
+  a.out = s.down ? dst : gu.data<std::uint16_t>();
+  a.rows = static_cast<int>(R);
+  a.n = static_cast<int>(s.n_w());
+  a.k = static_cast<int>(s.k_dim());
+  a.experts = static_cast<int>(s.e_local());
+  a.g = arr.view();
+  std::string err = run_setup(a, grid);
+  if (!err.empty()) return "setup: " + err;
+  grouped_gemm_on_host(a.g, a.experts, bf16, s.routed_weight);
+  if (!s.down) {
+    gmm::wgmma::SiluArgs si;
+    si.gu = gu.data<std::uint16_t>();
+    si.offsets = a.offsets;
+    si.h = dst;
+    si.rows = a.rows;
+    si.inter = static_cast<int>(s.intermediate);
+    si.experts = a.experts;
+    err = run_grid(emu::kWgmmaThreads, grid, 5, [&] {
+      bf16 ? emu::wgmma_silu_kernel<true>(si) : emu::wgmma_silu_kernel<false>(si);
+    });
+    if (!err.empty()) return "silu: " + err;
+  }
+  const Validation v = gmm_family().validate(p.problem, p.inputs, out, p.reference);
+  return v.ok ? std::string() : p.problem.str() + ": " + v.summary();
+}
+
+TEST(WgmmaEmulation, BothStagesAgainstTheReference) {
+  // Experts with 0, 1, 36 and 0 rows, K and N not multiples of any tile; grids of 1 CTA (the
+  // grid-stride loops walk everything) and of more CTAs than work.
+  for (const char* stage : {"up", "down"})
+    for (const char* dt : {"bf16", "f16"})
+      for (long long grid : {1LL, 7LL}) {
+        Params pr = gmm_problem(19, 4, 2, 0, 72, 40, 1, stage, dt);
+        if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
+        TensorMap given;
+        given["offsets"] = i32_tensor({0, 0, 1, 37, 37});
+        EXPECT_EQ(check_stage(pr, std::move(given), 11, grid), "") << stage << " " << dt << " grid " << grid;
+      }
+}
+
+TEST(WgmmaEmulation, RaggedPaddedAndOneExpertWithEveryRow) {
+  for (const char* stage : {"up", "down"}) {
+    // Generated routing with block padding (align 8: padding rows are zero and must come out 0).
+    Params pr = gmm_problem(40, 6, 2, 1, 64, 48, 8, stage);
+    if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
+    EXPECT_EQ(check_stage(pr, {}, 21, 2), "") << stage;
+    // Top-1 routing of 64 tokens over 16 experts: uneven counts.
+    EXPECT_EQ(check_stage(gmm_problem(64, 16, 1, 0, 32, 24, 1, stage), {}, 4, 3), "") << stage;
+    // One expert holds every row.
+    TensorMap given;
+    given["offsets"] = i32_tensor({0, 0, 0, 24, 24});
+    EXPECT_EQ(check_stage(gmm_problem(12, 4, 2, 0, 32, 16, 1, stage), std::move(given), 5, 1), "") << stage;
+  }
+}
+
+TEST(WgmmaEmulation, NoRowsAtAll) {
+  // Every expert empty: the setup gives every group M = 0 (CUTLASS then runs no tile) and the
+  // silu pass touches nothing.
+  Arrays arr(5);
+  std::vector<std::int32_t> off(6, 0);
+  gmm::wgmma::SetupArgs a;
+  alignas(16) static std::uint16_t act[16], w[5 * 16 * 8], out[16];
+  a.act = act;
+  a.weight = w;
+  a.offsets = off.data();
+  a.out = out;
+  a.rows = 0;
+  a.n = 16;
+  a.k = 8;
+  a.experts = 5;
+  a.g = arr.view();
+  ASSERT_EQ(run_setup(a, 1), "");
+  for (int e = 0; e < 5; ++e) {
+    EXPECT_EQ(arr.problems[3 * e], 0) << e;
+    EXPECT_EQ(arr.problems[3 * e + 1], 16);
+    EXPECT_EQ(arr.problems[3 * e + 2], 8);
+    EXPECT_EQ(arr.b[e], w + e * 16 * 8);
+  }
+  std::uint16_t h[8];
+  std::fill(std::begin(h), std::end(h), 0xABCD);
+  gmm::wgmma::SiluArgs si{act, off.data(), h, 0, 8, 5};
+  ASSERT_EQ(run_grid(emu::kWgmmaThreads, 1, 1, [&] { emu::wgmma_silu_kernel<true>(si); }), "");
+  for (auto v : h) EXPECT_EQ(v, 0xABCD);
+}
+
+TEST(WgmmaEmulation, SetupArraysForOddAndBrokenOffsets) {
+  // Odd segment bounds (no alignment), routed weights, and offsets that run past the rows or
+  // go backwards (a broken dispatch): every range stays inside [0, rows].
+  const int rows = 11, n = 24, k = 16, E = 5;
+  std::vector<std::int32_t> off = {0, 3, 3, 10, 7, 40};  // expert 3 backwards, expert 4 past the end
+  std::vector<std::uint16_t> act(rows * k), w(E * n * k), out(rows * n);
+  std::vector<float> rw(rows);
+  Arrays arr(E);
+  gmm::wgmma::SetupArgs a;
+  a.act = act.data();
+  a.weight = w.data();
+  a.offsets = off.data();
+  a.row_weight = rw.data();
+  a.out = out.data();
+  a.rows = rows;
+  a.n = n;
+  a.k = k;
+  a.experts = E;
+  a.g = arr.view();
+  ASSERT_EQ(run_setup(a, 1), "");
+  // Each expert reads only its own two offsets, clamped (as the mma kernel's segments are):
+  // expert 3 runs backwards (no rows), expert 4 starts at 7 and is cut at the last row.
+  const int begin[E] = {0, 3, 3, 10, 7}, count[E] = {3, 0, 7, 0, 4};
+  for (int e = 0; e < E; ++e) {
+    EXPECT_EQ(arr.problems[3 * e], count[e]) << e;
+    EXPECT_EQ(arr.a[e], act.data() + begin[e] * k) << e;
+    EXPECT_EQ(arr.b[e], w.data() + e * n * k) << e;
+    EXPECT_EQ(arr.d[e], out.data() + begin[e] * n) << e;
+    EXPECT_EQ(arr.rw[e], rw.data() + begin[e]) << e;
+    EXPECT_EQ(arr.lda[e], k);
+    EXPECT_EQ(arr.ldb[e], k);
+    EXPECT_EQ(arr.ldd[e], n);
+  }
+  // Without routed weights the column pointers are null: the epilogue scales by 1.
+  a.row_weight = nullptr;
+  ASSERT_EQ(run_setup(a, 2), "");
+  for (int e = 0; e < E; ++e) EXPECT_EQ(arr.rw[e], nullptr);
+}
+
+TEST(WgmmaEmulation, SiluWritesEveryExpertRowAndNothingElse) {
+  // Rows past offsets[E] (a buffer sized for the worst case) keep their contents; every row
+  // before it is silu(gate) * up of its own gate|up row.
+  const int rows = 9, I = 24, used = 7;
+  std::mt19937 rng(17);
+  std::normal_distribution<float> nd(0.f, 2.f);
+  std::vector<std::uint16_t> gu(rows * 2 * I), h(rows * I, 0x7FC1);
+  for (auto& v : gu) v = float_to_bf16(nd(rng));
+  std::vector<std::int32_t> off = {0, 2, 2, used};
+  gmm::wgmma::SiluArgs si{gu.data(), off.data(), h.data(), rows, I, 3};
+  ASSERT_EQ(run_grid(emu::kWgmmaThreads, 1, 9, [&] { emu::wgmma_silu_kernel<true>(si); }), "");
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < I; ++j) {
+      const double g = bf16_to_float(gu[r * 2 * I + j]), u = bf16_to_float(gu[r * 2 * I + I + j]);
+      const double want = g / (1 + std::exp(-g)) * u;
+      if (r < used)
+        EXPECT_NEAR(bf16_to_float(h[r * I + j]), want, 1e-2 * std::abs(want) + 1e-6) << r << "," << j;
+      else
+        EXPECT_EQ(h[r * I + j], 0x7FC1) << r << "," << j;
+    }
+}
+
+}  // namespace
+}  // namespace moe

@@ -1,0 +1,135 @@
+// The cuda gmm backend's kernel choice (kernel=mma|wgmma) as host logic: which wgmma configs a
+// problem's space offers on a described H100, why the others are invalid, and the workspace
+// each needs. No GPU and no CUTLASS here: only the plain descriptions in wgmma_configs.hpp.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "support/described_devices.hpp"
+#include "gmm/family.hpp"
+#include "gmm/wgmma_configs.hpp"
+#include "support/gmm_problems.hpp"
+
+namespace moe {
+namespace {
+
+using testing::described_h100;
+using testing::gmm_preset;
+using testing::gmm_problem;
+
+const BackendImpl& cu() { return gmm_family().need_backend(Backend::cuda); }
+
+Params problem(std::int64_t T, const char* stage = "up", const char* dt = "bf16", std::int64_t D = 2048,
+               std::int64_t I = 768) {
+  return complete(gmm_family().problem_params, gmm_problem(T, 128, 8, 0, D, I, 16, stage, dt), "gmm");
+}
+
+std::vector<Params> wgmma_in(const std::vector<Params>& space) {
+  std::vector<Params> v;
+  for (auto& c : space)
+    if (gmm::wgmma::selected(c)) v.push_back(c);
+  return v;
+}
+
+Params wg(int bm, int bn, int cluster_m = 1, const char* schedule = "cooperative") {
+  return complete(cu().config_params,
+                  Params{{"kernel", std::string("wgmma")}, {"block_m", std::int64_t{bm}}, {"block_n", std::int64_t{bn}},
+                         {"block_k", std::int64_t{64}}, {"cluster_m", std::int64_t{cluster_m}},
+                         {"schedule", std::string(schedule)}},
+                  "config");
+}
+
+TEST(WgmmaSpace, TheKernelChoiceIsAConfigParameter) {
+  std::set<std::string> names;
+  for (auto& p : cu().config_params) names.insert(p.name);
+  for (const char* n : {"kernel", "cluster_m", "schedule", "block_m", "split_k"}) EXPECT_TRUE(names.count(n)) << n;
+  // The default stays the mma kernel (valid on every device the backend runs on).
+  const Params d = cu().default_config(problem(16384), described_h100());
+  EXPECT_EQ(d.s("kernel"), "mma");
+}
+
+TEST(WgmmaSpace, PrefillOffersEveryBuiltShapeDecodeNone) {
+  const auto dev = described_h100();
+  const auto full = wgmma_in(cu().space(problem(16384), dev, true));
+  ASSERT_EQ(full.size(), gmm::wgmma::entries().size());
+  std::set<std::string> keys;
+  for (auto& c : full) {
+    EXPECT_EQ(cu().invalid_reason(problem(16384), c, dev), "") << c.str();
+    keys.insert(c.str());
+    // Canonical: the mma-only parameters at their defaults.
+    EXPECT_EQ(c.i("split_k"), 1);
+    EXPECT_EQ(c.i("stages"), 3);
+  }
+  EXPECT_EQ(keys.size(), full.size());
+  EXPECT_EQ(wgmma_in(cu().space(problem(16384), dev, false)).size(), full.size());
+  // Decode: a 64-row tile for a row or two per expert is left to the full space.
+  EXPECT_TRUE(wgmma_in(cu().space(problem(1), dev, false)).empty());
+  EXPECT_EQ(wgmma_in(cu().space(problem(1), dev, true)).size(), full.size());
+  // f16 is left to the mma kernel (each CUTLASS instantiation costs a minute of build).
+  EXPECT_TRUE(wgmma_in(cu().space(problem(16384, "down", "f16"), dev, true)).empty());
+}
+
+TEST(WgmmaSpace, InvalidConfigsAreExplained) {
+  const auto dev = described_h100();
+  const Params pr = problem(4096);
+  EXPECT_EQ(cu().invalid_reason(pr, wg(128, 128), dev), "");
+  // Not built.
+  EXPECT_NE(cu().invalid_reason(pr, wg(128, 64), dev).find("built:"), std::string::npos);
+  EXPECT_NE(cu().invalid_reason(pr, wg(128, 128, 1, "pingpong"), dev).find("built:"), std::string::npos);
+  EXPECT_NE(cu().invalid_reason(problem(4096, "up", "f16"), wg(128, 128), dev).find("no f16 wgmma kernel"),
+            std::string::npos);
+  // TMA rows: K and N multiples of 8.
+  EXPECT_NE(cu().invalid_reason(problem(4096, "up", "bf16", 2044, 768), wg(128, 128), dev).find("multiples of 8"),
+            std::string::npos);
+  // Another architecture: Ampere and Blackwell have no sm_90a wgmma.
+  for (int major : {8, 10}) {
+    DeviceInfo other = dev;
+    other.cc_major = major;
+    other.name = "other";
+    EXPECT_NE(cu().invalid_reason(pr, wg(128, 128), other).find("sm_90"), std::string::npos) << major;
+    EXPECT_TRUE(wgmma_in(cu().space(pr, other, true)).empty()) << major;
+  }
+  // Shared memory that does not fit.
+  DeviceInfo small = dev;
+  small.smem_optin = 100 * 1024;
+  EXPECT_NE(cu().invalid_reason(pr, wg(128, 256), small).find("shared memory"), std::string::npos);
+  // A parameter of the other kernel, set away from its default.
+  Params mixed = wg(128, 128);
+  mixed.set("split_k", std::int64_t{2});
+  EXPECT_NE(cu().invalid_reason(pr, mixed, dev).find("split_k is a kernel=mma parameter"), std::string::npos);
+  Params mma = cu().default_config(pr, dev);
+  mma.set("cluster_m", std::int64_t{2});
+  EXPECT_NE(cu().invalid_reason(pr, mma, dev).find("cluster_m is a kernel=wgmma parameter"), std::string::npos);
+}
+
+TEST(WgmmaSpace, WorkspaceHoldsGateUpRowsForUpOnly) {
+  const Params up = problem(4096, "up"), down = problem(4096, "down");
+  const GmmSpec su = GmmSpec::parse(up);
+  const std::size_t gu = static_cast<std::size_t>(su.max_rows()) * su.n_w() * 2;
+  for (auto& e : gmm::wgmma::entries()) {
+    EXPECT_GE(e.smem, 64u * 1024) << gmm::wgmma::shape_str(e.shape);
+    EXPECT_LE(e.smem, described_h100().smem_optin) << gmm::wgmma::shape_str(e.shape);
+    const Params c = gmm::wgmma::config_params(gmm::wgmma::Config{e.shape});
+    EXPECT_GE(cu().workspace_bytes(up, c), gu);
+    EXPECT_LT(cu().workspace_bytes(down, c), gu / 4);
+    EXPECT_GT(cu().workspace_bytes(down, c), 0u);
+  }
+}
+
+TEST(WgmmaSpace, PresetsPrefillOfferWgmmaWithExpertParallelism) {
+  const auto dev = described_h100();
+  for (const char* name : {"qwen3-30b-a3b", "deepseek-v3"})
+    for (const char* stage : {"up", "down"}) {
+      Params pr = gmm_preset(name);
+      pr.set("tokens", std::int64_t{8192});
+      pr.set("stage", std::string(stage));
+      const std::int64_t E = pr.i("experts");
+      pr.set("expert_begin", std::int64_t{0});
+      pr.set("expert_end", E / 8);
+      pr = complete(gmm_family().problem_params, pr, "gmm");
+      EXPECT_EQ(wgmma_in(cu().space(pr, dev, false)).size(), gmm::wgmma::entries().size()) << pr.str();
+    }
+}
+
+}  // namespace
+}  // namespace moe

@@ -1,0 +1,54 @@
+// The moe-layer unit on the cpu backend: the chained stages match the chained references.
+#include <gtest/gtest.h>
+
+#include "moe/family.hpp"
+#include "moe/cuda_device.hpp"
+#include "moe/error.hpp"
+#include "tuner/measure/harness.hpp"
+
+namespace {
+
+moe::Params small_layer(std::int64_t tokens) {
+  return moe::Params{{"tokens", tokens},          {"dtype", std::string("bf16")}, {"experts", std::int64_t{12}},
+                     {"topk", std::int64_t{3}},   {"shared", std::int64_t{1}},    {"groups", std::int64_t{4}},
+                     {"topk_group", std::int64_t{2}}, {"scoring", std::string("sigmoid")}, {"bias", std::int64_t{1}},
+                     {"rsf", 2.5},                {"hidden", std::int64_t{72}},   {"intermediate", std::int64_t{40}},
+                     {"align", std::int64_t{8}}};
+}
+
+TEST(Layer, CpuMatchesChainedReferences) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  for (std::int64_t T : {1, 5, 37}) {
+    moe::InputOptions opt;
+    opt.seed = 100 + T;
+    opt.dist = T == 37 ? "zipf" : "uniform";
+    const auto p = moe::tuner::prepare(f, small_layer(T), opt);
+    const auto dev = moe::cpu_device_info(2);
+    const auto cfg = moe::tuner::complete_config(f, moe::Backend::cpu, p.problem, {}, dev);
+    const auto o = moe::tuner::run_cpu(p, cfg, 2);
+    EXPECT_TRUE(o.validation.ok) << "T=" << T << " " << o.validation.summary();
+  }
+}
+
+TEST(Layer, ValidationCatchesAWrongToken) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  moe::InputOptions opt;
+  opt.seed = 7;
+  const auto p = moe::tuner::prepare(f, small_layer(9), opt);
+  auto o = moe::tuner::run_cpu(p, moe::tuner::complete_config(f, moe::Backend::cpu, p.problem, {}, moe::cpu_device_info(1)), 1);
+  ASSERT_TRUE(o.validation.ok) << o.validation.summary();
+  moe::Tensor& out = o.outputs.at("out");
+  const std::int64_t D = 72, t = 4;
+  for (std::int64_t d = 0; d < D; ++d) out.set(t * D + d, out.get(t * D + d) * 1.5 + 0.25);
+  EXPECT_FALSE(f.validate(p.problem, p.inputs, o.outputs, p.reference).ok);
+}
+
+TEST(Layer, StageConfigIsUsedAndCheckedByName) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  const auto p = moe::tuner::prepare(f, small_layer(4), moe::InputOptions{});
+  const auto dev = moe::cpu_device_info(1);
+  moe::Params bad{{"router", std::string("no_such_knob=3")}};
+  EXPECT_THROW(moe::tuner::complete_config(f, moe::Backend::cpu, p.problem, bad, dev), moe::Error);
+}
+
+}  // namespace

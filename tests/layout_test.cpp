@@ -1,0 +1,144 @@
+// The tree's layering, checked on the sources: tuner/'s folders form layers (a lower one never
+// includes a higher one), kernels/ never reaches into the tuner, the app or the tests, and the
+// emulator stands below everything. The checker is run on the real tree and on a copy with a
+// planted upward include, so a checker that finds nothing cannot pass.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "support/temp_dirs.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// tuner/'s layers, lowest first; tuner/README.md says the same in words.
+const std::vector<std::string> kTunerLayers = {"base", "problem", "measure", "search", "store", "run"};
+
+struct Include {
+  fs::path file;
+  int line;
+  std::string target;
+};
+
+std::vector<Include> quoted_includes(const fs::path& root, const std::string& area) {
+  static const std::regex inc(R"re(^\s*#\s*include\s+"([^"]+)")re");
+  std::vector<Include> out;
+  if (!fs::exists(root / area)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(root / area)) {
+    const std::string ext = e.path().extension().string();
+    if (!e.is_regular_file() || (ext != ".cpp" && ext != ".hpp" && ext != ".cu" && ext != ".cuh")) continue;
+    std::ifstream in(e.path());
+    std::string text;
+    for (int n = 1; std::getline(in, text); ++n) {
+      std::smatch m;
+      if (std::regex_search(text, m, inc)) out.push_back({fs::relative(e.path(), root), n, m[1]});
+    }
+  }
+  return out;
+}
+
+bool starts_with_any(const std::string& s, const std::vector<std::string>& prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) { return s.rfind(p, 0) == 0; });
+}
+
+// One line per include that goes against the layering, "file:line includes target (why)".
+std::vector<std::string> layering_violations(const fs::path& root) {
+  std::vector<std::string> bad;
+  auto say = [&](const Include& i, const std::string& why) {
+    bad.push_back(i.file.string() + ":" + std::to_string(i.line) + " includes " + i.target + " (" + why + ")");
+  };
+  const std::vector<std::string> above_kernels = {"tuner/", "app/", "tests/", "support/"};
+  for (const auto& i : quoted_includes(root, "kernels"))
+    if (starts_with_any(i.target, above_kernels)) say(i, "kernels/ is the library: it never uses the tuner, app or tests");
+  for (const auto& i : quoted_includes(root, "emu")) {
+    const bool own = i.target.rfind("emu/", 0) == 0 || i.target.find('/') == std::string::npos;
+    if (!own) say(i, "emu/ stands below the kernels: it includes only its own headers");
+  }
+  for (const auto& i : quoted_includes(root, "tuner")) {
+    if (starts_with_any(i.target, {"app/", "tests/", "support/"})) say(i, "the tuner never uses the app or tests");
+    const std::string from = i.file.parent_path().filename().string();
+    const auto rank = [](const std::string& layer) {
+      return std::find(kTunerLayers.begin(), kTunerLayers.end(), layer) - kTunerLayers.begin();
+    };
+    if (i.file.parent_path().parent_path() != "tuner" || rank(from) == static_cast<long>(kTunerLayers.size())) {
+      say(i, "tuner/ sources live in one of its layer folders");
+      continue;
+    }
+    static const std::regex to_layer(R"(^tuner/([a-z_]+)/)");
+    std::smatch m;
+    if (!std::regex_search(i.target, m, to_layer)) {
+      if (i.target.rfind("tuner/", 0) == 0) say(i, "a tuner header outside the layer folders");
+      continue;
+    }
+    if (rank(m[1]) > rank(from)) say(i, "tuner/" + from + " is below tuner/" + std::string(m[1]));
+  }
+  return bad;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += x + "\n";
+  return s;
+}
+
+TEST(Layout, TheTreeKeepsItsLayers) {
+  const auto bad = layering_violations(MOEBENCH_SOURCE_DIR);
+  EXPECT_TRUE(bad.empty()) << joined(bad);
+}
+
+TEST(Layout, EveryTunerFolderIsALayerAndSaysWhatItOwns) {
+  const fs::path tuner = fs::path(MOEBENCH_SOURCE_DIR) / "tuner";
+  ASSERT_TRUE(fs::exists(tuner / "README.md"));
+  std::vector<std::string> seen;
+  for (const auto& e : fs::directory_iterator(tuner)) {
+    if (!e.is_directory()) continue;
+    const std::string name = e.path().filename().string();
+    seen.push_back(name);
+    EXPECT_NE(std::find(kTunerLayers.begin(), kTunerLayers.end(), name), kTunerLayers.end())
+        << "tuner/" << name << " is not one of the layers this test knows";
+    EXPECT_TRUE(fs::exists(e.path() / "README.md")) << "tuner/" << name << " has no README saying what it owns";
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<std::string> want = kTunerLayers;
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(seen, want);
+  for (const auto& e : fs::directory_iterator(tuner))
+    EXPECT_FALSE(e.is_regular_file() && e.path().extension() != ".md")
+        << e.path().filename() << " sits in tuner/ itself, outside the layers";
+}
+
+// The checker on a copy of the sources, with one upward include planted per rule.
+TEST(Layout, APlantedUpwardIncludeIsFound) {
+  const fs::path root = moe::testing::fresh_temp_dir("layout");
+  for (const char* area : {"kernels", "emu", "tuner"})
+    fs::copy(fs::path(MOEBENCH_SOURCE_DIR) / area, root / area, fs::copy_options::recursive);
+  ASSERT_TRUE(layering_violations(root).empty());
+
+  auto plant = [&](const fs::path& file, const std::string& line) {
+    std::ofstream(root / file, std::ios::app) << "\n" << line << "\n";
+  };
+  plant("tuner/base/units.hpp", "#include \"tuner/run/runner.hpp\"");
+  auto bad = layering_violations(root);
+  ASSERT_EQ(bad.size(), 1u) << joined(bad);
+  EXPECT_NE(bad[0].find("tuner/base/units.hpp:"), std::string::npos) << bad[0];
+  EXPECT_NE(bad[0].find("tuner/base is below tuner/run"), std::string::npos) << bad[0];
+
+  plant("tuner/store/journal.hpp", "#include \"tuner/search/plan.hpp\"");  // downward: fine
+  EXPECT_EQ(layering_violations(root).size(), 1u);
+  plant("tuner/measure/stats.hpp", "#include \"tuner/store/results.hpp\"");
+  EXPECT_EQ(layering_violations(root).size(), 2u);
+  plant("kernels/router/spec.hpp", "#include \"tuner/measure/harness.hpp\"");
+  plant("emu/simt_emulator.hpp", "#include \"moe/family.hpp\"");
+  bad = layering_violations(root);
+  EXPECT_EQ(bad.size(), 4u) << joined(bad);
+  fs::remove_all(root);
+}
+
+}  // namespace

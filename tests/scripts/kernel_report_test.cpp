@@ -1,0 +1,277 @@
+// scripts/kernel_report.py: the static report of the built kernels and its CI gate. The gate runs
+// on this build against the committed baseline (results/static/sm90a.json); the gate itself is
+// tested on doctored copies of that baseline, each of which must fail it for its own reason.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <stdexcept>
+#include <set>
+#include <string>
+
+#include "support/shell.hpp"
+#include "support/temp_dirs.hpp"
+#include "tuner/measure/json_io.hpp"
+
+namespace fs = std::filesystem;
+using moe::testing::Proc;
+using moe::testing::quote;
+using moe::testing::sh;
+using moe::testing::slurp;
+using moe::tuner::json;
+
+namespace {
+
+const fs::path kSource = MOEBENCH_SOURCE_DIR;
+const fs::path kBuild = MOEBENCH_BUILD_DIR;
+const fs::path kScript = kSource / "scripts" / "kernel_report.py";
+const fs::path kBaseline = kSource / "results" / "static" / "sm90a.json";
+
+std::string report_cmd(const std::string& args) { return "python3 " + quote(kScript) + " " + args; }
+
+json baseline() { return json::parse(slurp(kBaseline)); }
+
+// The baseline was read from sm_90a objects; a build for other architectures has other kernels.
+bool builds_sm90a(std::string* why) {
+  const std::string archs = MOEBENCH_CUDA_ARCHITECTURES;
+  *why = "this build is for CUDA architectures '" + archs + "', not 90a: results/static/sm90a.json does not apply";
+  return archs == "90a";
+}
+
+// Writes `doctor(baseline)` and gates it against the baseline.
+Proc gate_doctored(const std::string& name, const std::function<void(json&)>& doctor) {
+  const fs::path dir = moe::testing::fresh_temp_dir("kernel-report-" + name);
+  json j = baseline();
+  doctor(j);
+  std::ofstream(dir / "new.json") << j.dump();
+  const Proc r = sh(report_cmd("--report " + quote(dir / "new.json") + " --check " + quote(kBaseline)));
+  fs::remove_all(dir);
+  return r;
+}
+
+// The first kernel of `family` (and `kind`) that satisfies pred.
+json& pick(json& j, const std::string& family, const std::function<bool(const json&)>& pred) {
+  for (auto& k : j["kernels"])
+    if (k["family"] == family && pred(k)) return k;
+  throw std::runtime_error("the baseline has no " + family + " kernel for this test");
+}
+
+bool no_spill(const json& k) {
+  return k["spill_stores"] == 0 && k["spill_loads"] == 0 && k["stack_bytes"] == 0 && k["local_bytes"] == 0;
+}
+
+int ctas(const json& k) { return k["occupancy"]["h100"]["ctas_per_sm"].get<int>(); }
+
+}  // namespace
+
+TEST(KernelReport, ThisBuildPassesTheCommittedBaseline) {
+  std::string why;
+  if (!builds_sm90a(&why)) GTEST_SKIP() << why;
+  const fs::path out = moe::testing::fresh_temp_dir("kernel-report-build");
+  const Proc r = sh(report_cmd(quote(kBuild) + " --json " + quote(out / "report.json") + " --markdown " +
+                               quote(out / "report.md") + " --check " + quote(kBaseline)));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("no regression against"), std::string::npos) << r.out;
+
+  const json rep = json::parse(slurp(out / "report.json"));
+  EXPECT_EQ(rep["schema"], "moebench/kernel-report@1");
+  // Every kernel of the build is tied to its config, or listed as unmapped; this build's families
+  // are all known, so nothing is unmapped.
+  std::set<std::string> families;
+  for (auto& k : rep["kernels"]) {
+    families.insert(k.value("family", ""));
+    if (k["mapped"] == false) {
+      bool listed = false;
+      for (auto& n : rep["unmapped"]) listed = listed || n == k["name"];
+      EXPECT_TRUE(listed) << k["name"];
+    }
+    EXPECT_GT(k["registers"].get<int>(), 0) << k["name"];
+    EXPECT_GT(k["instructions"].get<int>(), 0) << k["name"];
+    EXPECT_GE(ctas(k), 1) << k["name"] << " cannot run on an H100 as reported";
+  }
+  // Every kernel this build holds is one the script knows, CUTLASS's wgmma instantiations
+  // included (their translation unit names their config): nothing is unmapped.
+  EXPECT_TRUE(rep["unmapped"].empty()) << rep["unmapped"].dump();
+  for (auto& k : rep["kernels"])
+    if (k["kind"] == "wgmma") {
+      EXPECT_EQ(k["config"]["kernel"], "wgmma") << k["name"];
+      EXPECT_GT(k["dynamic_smem_bytes"].get<int>(), 0) << k["name"] << ": its shared memory comes from the build";
+    }
+  for (const char* f : {"router", "dispatch", "gmm", "combine"}) EXPECT_TRUE(families.count(f)) << f;
+
+  // The figures the issues' targets read: a gmm mma k-loop with HMMA and LDGSTS, a router row on
+  // the DeepSeek-V3 and Kimi-K2 paths, 128-bit loads in a 16-byte gather.
+  bool kloop = false, gather128 = false;
+  for (auto& k : rep["kernels"]) {
+    if (k["family"] == "gmm" && k["kind"] == "mma") {
+      // Its tile is one the C++ lists (moebench kernel-static), so its smem formula applied.
+      EXPECT_GT(k["dynamic_smem_bytes"].get<int>(), 0) << k["name"];
+      const json& l = k["k_loop"];
+      kloop = kloop || (l["tensor"].get<int>() > 0 && l["ldgsts"].get<int>() > 0 && l.contains("non_tensor_per_ldgsts"));
+    }
+    if (k["kind"] == "gather" && k["config"]["vec"] == 16) gather128 = gather128 || k["memory"]["ldg128"].get<int>() > 0;
+  }
+  EXPECT_TRUE(kloop);
+  EXPECT_TRUE(gather128);
+  // Every preset can run some compiled router shape, and the report found its row.
+  EXPECT_EQ(rep["router_best"].size(), rep["meta"]["presets"].size());
+  for (const char* p : {"deepseek-v3", "kimi-k2"}) {
+    ASSERT_TRUE(rep["router_best"].contains(p)) << p;
+    EXPECT_GT(rep["router_best"][p]["per_row"].get<int>(), 100) << p;
+  }
+  // Issue 14's targets for the best compiled router row.
+  EXPECT_LE(rep["router_best"]["deepseek-v3"]["per_row"].get<int>(), 900);
+  EXPECT_LE(rep["router_best"]["kimi-k2"]["per_row"].get<int>(), 1400);
+  const std::string md = slurp(out / "report.md");
+  EXPECT_NE(md.find("| family |"), std::string::npos);
+  EXPECT_NE(md.find("block_m="), std::string::npos);
+  fs::remove_all(out);
+}
+
+TEST(KernelReport, ASkippedElseBlockRunsToItsOwnClosingBrace) {
+  // `} else {` closes the sigmoid block and opens the softmax one; a sigmoid preset skips the
+  // softmax block to its end, past its inner loops (not only up to the first of them).
+  const fs::path dir = moe::testing::fresh_temp_dir("kernel-report-regions");
+  std::ofstream(dir / "regions.py")
+      << "import importlib.util as u, sys\n"
+         "s = u.spec_from_file_location('kr', sys.argv[1]); kr = u.module_from_spec(s); s.loader.exec_module(kr)\n"
+         "lines = ['if (a.sigmoid) {', '  x();', '} else {', '  for (;;) {', '    y();', '  }', '  z();', '}', 'w();']\n"
+         "r = kr.router_regions(lines)\n"
+         "print(r['sigmoid'], r['not_sigmoid'])\n";
+  const Proc r = sh("python3 " + quote(dir / "regions.py") + " " + quote(kScript));
+  fs::remove_all(dir);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "[(1, 3)] [(3, 8)]\n");
+}
+
+TEST(KernelReport, AnUnchangedReportAndANewKernelPass) {
+  EXPECT_EQ(gate_doctored("same", [](json&) {}).code, 0);
+  // A kernel the baseline lacks is a new row, not an error; one it has and the report lacks is a note.
+  const Proc r = gate_doctored("new-kernel", [](json& j) {
+    json k = j["kernels"][0];
+    k["name"] = "void moe::gmm::cuda::some_new_kernel<1>(int)";
+    k["spill_stores"] = 5;
+    j["kernels"].push_back(k);
+    j["kernels"].erase(1);
+  });
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: not in the new report"), std::string::npos) << r.out;
+}
+
+TEST(KernelReport, GateFailsOnSpillsOrStackInAKernelThatHadNone) {
+  for (const char* field : {"spill_stores", "spill_loads", "stack_bytes"}) {
+    std::string who;
+    const Proc r = gate_doctored(std::string("spill-") + field, [&](json& j) {
+      json& k = pick(j, "combine", no_spill);
+      k[field] = 8;
+      who = k["name"];
+    });
+    EXPECT_EQ(r.code, 1) << field << "\n" << r.out;
+    EXPECT_NE(r.out.find("REGRESSION"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(who), std::string::npos) << r.out;
+  }
+}
+
+TEST(KernelReport, GateFailsWhenRegistersCrossAnOccupancyStepOnly) {
+  // Find, for a kernel, the fewest extra registers that lose a CTA per SM, and one that does not.
+  const Proc crossed = gate_doctored("regs-step", [](json& j) {
+    json& k = pick(j, "dispatch", [](const json& k) { return k["occupancy"]["h100"]["limited_by"] != "shared_memory"; });
+    k["registers"] = 65536 / (k["threads"].get<int>() * std::max(1, ctas(k) - 1)) + 8;
+  });
+  EXPECT_EQ(crossed.code, 1) << crossed.out;
+  EXPECT_NE(crossed.out.find("lose an occupancy step"), std::string::npos) << crossed.out;
+  // Registers are allocated per warp in blocks of 256 (8 per thread): rounding a count up to
+  // the next multiple of 8 raises it without changing occupancy.
+  const Proc within = gate_doctored("regs-within", [](json& j) {
+    json& k = pick(j, "dispatch", [](const json& k) { return k["registers"].get<int>() % 8 != 0; });
+    k["registers"] = (k["registers"].get<int>() / 8 + 1) * 8;
+  });
+  EXPECT_EQ(within.code, 0) << within.out;
+}
+
+TEST(KernelReport, GateFailsWhenAHotLoopGrowsMoreThanFivePercent) {
+  const Proc kloop = gate_doctored("kloop", [](json& j) {
+    json& k = pick(j, "gmm", [](const json& k) { return k.contains("k_loop") && !k["k_loop"].is_null(); });
+    k["k_loop"]["instructions"] = static_cast<int>(k["k_loop"]["instructions"].get<int>() * 1.06) + 1;
+  });
+  EXPECT_EQ(kloop.code, 1) << kloop.out;
+  EXPECT_NE(kloop.out.find("k-loop"), std::string::npos) << kloop.out;
+  const Proc small = gate_doctored("kloop-small", [](json& j) {
+    json& k = pick(j, "gmm", [](const json& k) { return k.contains("k_loop") && !k["k_loop"].is_null(); });
+    k["k_loop"]["instructions"] = static_cast<int>(k["k_loop"]["instructions"].get<int>() * 1.04);
+  });
+  EXPECT_EQ(small.code, 0) << small.out;
+
+  const Proc row = gate_doctored("router-row", [](json& j) {
+    json& k = pick(j, "router", [](const json& k) { return k.contains("per_row") && k["per_row"].contains("deepseek-v3"); });
+    k["per_row"]["deepseek-v3"] = static_cast<int>(k["per_row"]["deepseek-v3"].get<int>() * 1.06) + 1;
+  });
+  EXPECT_EQ(row.code, 1) << row.out;
+  EXPECT_NE(row.out.find("deepseek-v3 row"), std::string::npos) << row.out;
+}
+
+TEST(KernelReport, GateFailsWhenGatherOrCombineDrop128BitAccesses) {
+  const Proc gather = gate_doctored("gather128", [](json& j) {
+    json& k = pick(j, "dispatch", [](const json& k) { return k["kind"] == "gather" && k["memory"]["ldg128"].get<int>() > 0; });
+    k["memory"]["ldg"] = k["memory"]["ldg"].get<int>() + k["memory"]["ldg128"].get<int>() * 3;
+    k["memory"]["ldg128"] = 0;
+  });
+  EXPECT_EQ(gather.code, 1) << gather.out;
+  EXPECT_NE(gather.out.find("128-bit loads"), std::string::npos) << gather.out;
+  const Proc combine = gate_doctored("combine128", [](json& j) {
+    json& k = pick(j, "combine", [](const json& k) { return k["memory"]["stg128"].get<int>() > 0; });
+    k["memory"]["stg128"] = 0;
+  });
+  EXPECT_EQ(combine.code, 1) << combine.out;
+  EXPECT_NE(combine.out.find("128-bit stores"), std::string::npos) << combine.out;
+}
+
+TEST(KernelReport, RefusesInputThatIsNotAReport) {
+  const fs::path dir = moe::testing::fresh_temp_dir("kernel-report-bad");
+  std::ofstream(dir / "results.json") << R"({"schema": "moebench/results@1", "kernels": []})";
+  const Proc r = sh(report_cmd("--report " + quote(dir / "results.json") + " --check " + quote(kBaseline)));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("moebench/kernel-report@1"), std::string::npos) << r.out;
+  const Proc none = sh(report_cmd(quote(dir / "no-such-build")));
+  EXPECT_EQ(none.code, 2) << none.out;
+  EXPECT_NE(none.out.find("does not exist"), std::string::npos) << none.out;
+  fs::remove_all(dir);
+}
+
+// The wgmma kernels of the gmm family are warp-specialized: the k-loop is the consumers' HGMMA
+// loop, and the producer's TMA loop is reported beside it. Read from a hand-written SASS fixture,
+// since this build may hold no such kernel yet.
+TEST(KernelReport, ReadsAWarpSpecializedWgmmaKernel) {
+  const fs::path sass = kSource / "tests" / "data" / "sass" / "warp_specialized.sass";
+  const std::string py =
+      "import json, kernel_report as k; f = k.parse_sass(open('" + sass.string() + "').read()); "
+      "i = f['_Z17fixture_ws_kernelv']; n = 'void cutlass::device_kernel<X<cutlass::bfloat16_t> >(int)'; "
+      "st = {'wgmma_tiles': [{'block_m': 128, 'block_n': 256, 'block_k': 64, 'cluster_m': 2, 'schedule': 'cooperative', "
+      "'dynamic_smem_bytes': 1234}]}; "
+      "print(json.dumps({'loop': k.gmm_loop(i, k.loops_of(i)), "
+      "'id': k.identify(n, st, 'CMakeFiles/x.dir/kernels/gmm/wgmma_gemm_128x256x64_coop_c2x1.cu.o'), "
+      "'other': k.identify(n, st, 'CMakeFiles/x.dir/kernels/gmm/elsewhere.cu.o')}))";
+  const Proc r = sh("cd " + quote(kSource / "scripts") + " && python3 -c \"" + py + "\"");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json j = json::parse(r.out);
+  const json& l = j["loop"];
+  EXPECT_EQ(l["tensor"], 2) << r.out;
+  EXPECT_EQ(l["tensor_ops"], json::array({"HGMMA"})) << r.out;
+  EXPECT_EQ(l["instructions"], 7) << r.out;  // the NOP is not work
+  EXPECT_DOUBLE_EQ(l["non_tensor_per_tensor"].get<double>(), 2.5) << r.out;
+  EXPECT_EQ(l["utmaldg"], 0) << r.out;
+  EXPECT_EQ(l["producer_loop"]["utmaldg"], 2) << r.out;
+  EXPECT_EQ(l["producer_loop"]["instructions"], 6) << r.out;
+  // The translation unit of a wgmma instantiation names its config; the build's figure gives its smem.
+  EXPECT_EQ(j["id"]["family"], "gmm");
+  EXPECT_EQ(j["id"]["kind"], "wgmma");
+  EXPECT_EQ(j["id"]["config"], json({{"kernel", "wgmma"}, {"block_m", 128}, {"block_n", 256}, {"block_k", 64},
+                                     {"cluster_m", 2}, {"schedule", "cooperative"}})) << r.out;
+  EXPECT_EQ(j["id"]["variant"]["dtype"], "bf16");
+  EXPECT_EQ(j["id"]["dynamic_smem_bytes"], 1234);
+  // Elsewhere a CUTLASS kernel is still gmm's, but with no config: listed as unmapped.
+  EXPECT_EQ(j["other"]["kind"], "wgmma");
+  EXPECT_TRUE(j["other"]["config"].is_null());
+}

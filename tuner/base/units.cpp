@@ -1,0 +1,88 @@
+#include "tuner/base/units.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include "moe/error.hpp"
+
+namespace moe::tuner {
+
+static bool parse_number(const std::string& s, double& v) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(v);
+}
+
+double parse_duration(const std::string& text, const std::string& flag) {
+  static const std::pair<const char*, double> units[] = {{"ms", 1e-3}, {"us", 1e-6}, {"s", 1}, {"m", 60}, {"min", 60}, {"h", 3600}};
+  double v = 0;
+  if (parse_number(text, v) && v >= 0) return v;
+  for (auto& [u, scale] : units) {
+    const std::string us = u;
+    if (text.size() > us.size() && text.compare(text.size() - us.size(), us.size(), us) == 0 &&
+        parse_number(text.substr(0, text.size() - us.size()), v) && v >= 0)
+      return v * scale;
+  }
+  throw Error(flag + " '" + text + "' is not a duration: use e.g. 250ms, 90s, 10m, 1h");
+}
+
+double parse_fraction(const std::string& text, const std::string& flag) {
+  double v = 0;
+  if (!text.empty() && text.back() == '%' && parse_number(text.substr(0, text.size() - 1), v) && v >= 0) return v / 100;
+  if (parse_number(text, v) && v >= 0) return v;
+  throw Error(flag + " '" + text + "' is not a fraction: use e.g. 5% or 0.05");
+}
+
+Budget parse_budget(const std::string& text) {
+  Budget b;
+  b.text = text;
+  if (text.empty()) return b;
+  bool digits = true;
+  for (char c : text) digits = digits && c >= '0' && c <= '9';
+  if (digits) {
+    b.candidates = std::atoi(text.c_str());
+    if (b.candidates < 1) throw Error("--budget '" + text + "': a candidate count must be at least 1");
+    return b;
+  }
+  try {
+    b.seconds = parse_duration(text, "--budget");
+  } catch (const Error&) {
+    throw Error("--budget '" + text + "' is neither a time (10m, 90s) nor a number of candidates per point (40)");
+  }
+  if (b.seconds <= 0) throw Error("--budget '" + text + "' must be positive");
+  return b;
+}
+
+Shard parse_shard(const std::string& text) {
+  Shard s;
+  const auto slash = text.find('/');
+  char* e1 = nullptr;
+  char* e2 = nullptr;
+  if (slash != std::string::npos) {
+    const std::string a = text.substr(0, slash), b = text.substr(slash + 1);
+    s.index = static_cast<int>(std::strtol(a.c_str(), &e1, 10));
+    s.count = static_cast<int>(std::strtol(b.c_str(), &e2, 10));
+    if (!a.empty() && !b.empty() && *e1 == 0 && *e2 == 0 && s.count >= 1 && s.index >= 0 && s.index < s.count) return s;
+  }
+  throw Error("--shard '" + text + "' is not i/n with 0 <= i < n (e.g. 0/4 .. 3/4; $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)");
+}
+
+std::string human_duration(double s) {
+  char buf[64];
+  if (s < 120) std::snprintf(buf, sizeof buf, "%.1f s", s);
+  else if (s < 7200) std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  else std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  return buf;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace moe::tuner

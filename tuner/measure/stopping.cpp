@@ -1,0 +1,58 @@
+#include "tuner/measure/stopping.hpp"
+
+#include <chrono>
+
+namespace moe::tuner {
+
+std::string_view stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::converged: return "converged";
+    case StopReason::max_time: return "max_time";
+    case StopReason::max_samples: return "max_samples";
+    case StopReason::early_stop: return "early_stop";
+    default: return "";
+  }
+}
+
+StopReason check_stop(const StopRule& rule, const Stats& st, double measured_s, double elapsed_s,
+                      double incumbent_us) {
+  if (st.n >= rule.max_samples) return StopReason::max_samples;
+  if (elapsed_s >= rule.max_time_s && st.n >= 1) return StopReason::max_time;
+  if (st.n < rule.min_samples) return StopReason::none;
+  if (rule.early_stop_ratio > 0 && incumbent_us > 0 && st.median_us > rule.early_stop_ratio * incumbent_us)
+    return StopReason::early_stop;
+  if (measured_s < rule.min_time_s) return StopReason::none;
+  return st.noise <= rule.max_noise ? StopReason::converged : StopReason::none;
+}
+
+SampleRun sample_until(const std::function<double()>& sample, const StopRule& rule, double incumbent_us,
+                       const std::vector<double>& prior) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  SampleRun r;
+  std::vector<double> all = prior;
+  double measured_s = 0;
+  for (double x : prior) measured_s += x * 1e-6;
+  std::size_t next_check = 0;
+  Stats st = summarize(all);
+  for (;;) {
+    const double us = sample();
+    r.samples_us.push_back(us);
+    all.push_back(us);
+    measured_s += us * 1e-6;
+    const double elapsed = std::chrono::duration<double>(clock::now() - t0).count();
+    const bool minimums = static_cast<int>(all.size()) <= 2 * rule.min_samples;
+    if (minimums || all.size() >= next_check || elapsed >= rule.max_time_s ||
+        static_cast<int>(all.size()) >= rule.max_samples) {
+      st = summarize(all);
+      next_check = all.size() + all.size() / 16 + 1;
+      r.reason = check_stop(rule, st, measured_s, elapsed, incumbent_us);
+      if (r.reason != StopReason::none) {
+        r.elapsed_s = elapsed;
+        return r;
+      }
+    }
+  }
+}
+
+}  // namespace moe::tuner

@@ -1,0 +1,44 @@
+#pragma once
+// When to stop sampling a candidate: at least `min_samples` and `min_time_s` of measured time,
+// then as soon as the median's noise is below `max_noise`; never past `max_time_s` of wall
+// time (the per-candidate time-out). A candidate whose median is already more than
+// `early_stop_ratio` times the incumbent's after the minimum samples stops early.
+#include <functional>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+#include "tuner/measure/stats.hpp"
+
+namespace moe::tuner {
+
+struct StopRule {
+  int min_samples = 10;
+  int max_samples = 10000;
+  double max_noise = 0.01;  // Stats::noise; infinity: stop once the minimums are met
+  double min_time_s = 0.01;  // sum of the samples
+  double max_time_s = 2.0;  // wall time of this measurement
+  double early_stop_ratio = 2.0;  // <= 0: never
+};
+
+enum class StopReason { none, converged, max_time, max_samples, early_stop };
+std::string_view stop_reason_name(StopReason r);  // "", "converged", "max_time", "max_samples", "early_stop"
+
+// `st` summarises every sample so far (earlier rounds included); `incumbent_us` is the best
+// median known for this point, 0 when none.
+StopReason check_stop(const StopRule& rule, const Stats& st, double measured_s, double elapsed_s,
+                      double incumbent_us);
+
+struct SampleRun {
+  std::vector<double> samples_us;  // the new samples only
+  StopReason reason = StopReason::none;
+  double elapsed_s = 0;
+};
+
+// Calls `sample` (one timing in microseconds) until the rule says stop, judging on `prior`
+// samples plus the new ones. Takes at least one sample. Re-summarises on a geometric
+// schedule, so long runs of fast samples stay cheap.
+SampleRun sample_until(const std::function<double()>& sample, const StopRule& rule, double incumbent_us,
+                       const std::vector<double>& prior = {});
+
+}  // namespace moe::tuner

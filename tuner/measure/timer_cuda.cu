@@ -1,0 +1,301 @@
+#include <cuda_runtime.h>
+
+#include "moe/cuda_device.hpp"
+#include "moe/cuda_launch_api.hpp"
+#include "moe/error.hpp"
+#include "tuner/measure/cuda_event.hpp"
+#include "tuner/measure/cupti_timer.hpp"
+#include "tuner/measure/device_tensors.hpp"
+#include "tuner/measure/timer_cuda.hpp"
+
+namespace moe::tuner {
+
+namespace {
+
+struct Stream {
+  cudaStream_t s = nullptr;
+  // A blocking stream: a backend that touches the legacy default stream still orders with it.
+  Stream() { cuda_check(cudaStreamCreate(&s), "cudaStreamCreate"); }
+  ~Stream() {
+    if (s) cudaStreamDestroy(s);
+  }
+};
+
+struct Graph {
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  void reset() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (g) cudaGraphDestroy(g);
+    exec = nullptr;
+    g = nullptr;
+  }
+  ~Graph() { reset(); }
+};
+
+}  // namespace
+
+struct CudaBench::Impl {
+  const Prepared& p;
+  const BackendImpl& impl;
+  DeviceInfo dev;
+  TimerMode mode;
+  CuptiKernelTimer* cupti = nullptr;
+  std::string base_note;  // of the whole bench: CUPTI unavailable or disabled
+  std::string note;       // of the current config: base_note plus what happened to it
+  DeviceTensors in, out;
+  RefMap in_refs, out_refs;
+  DeviceBuffer flush, ws;
+  Stream stream;
+  Event start, stop;
+  Graph graph;
+  Params config;
+  std::shared_ptr<const LaunchPlan> plan;  // made once per config: timed calls only launch
+  int launched = 0;                        // kernels one call launched (counted at the warm-up)
+  std::vector<LaunchRecord> launches;      // what they were
+  bool cupti_short = false;                // CUPTI under-reported this config: events only
+  bool have_config = false;
+  bool graph_ok = false;
+  int batch = 1;
+  int kernels = 0;
+  unsigned flush_value = 0;
+  std::string last_timer = "events";
+
+  Impl(const Prepared& prep, const DeviceInfo& d, TimerMode m)
+      : p(prep), impl(prep.family->need_backend(Backend::cuda)), dev(d), mode(m) {}
+
+  LaunchContext context() const {
+    LaunchContext ctx;
+    ctx.stream = stream.s;
+    ctx.workspace = ws.get();
+    ctx.workspace_bytes = ws.size();
+    ctx.plan = plan.get();
+    return ctx;
+  }
+
+  void run() {
+    impl.run(p.problem, config, in_refs, out_refs, context());
+    cuda_check(cudaGetLastError(), (p.family->name + " kernel launch").c_str());
+  }
+
+  float events_ms() {
+    cuda_check(cudaEventSynchronize(stop.e), (p.family->name + " kernel").c_str());
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, start.e, stop.e), "cudaEventElapsedTime");
+    return ms;
+  }
+
+  void capture() {
+    graph.reset();
+    graph_ok = false;
+    cuda_check(cudaStreamBeginCapture(stream.s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    std::string why;
+    try {
+      for (int i = 0; i < batch; ++i) impl.run(p.problem, config, in_refs, out_refs, context());
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    cudaGraph_t g = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream.s, &g);
+    graph.g = g;
+    if (why.empty() && end != cudaSuccess) why = cudaGetErrorName(end);
+    if (why.empty() && g) {
+      const cudaError_t inst = cudaGraphInstantiate(&graph.exec, g, 0);
+      if (inst != cudaSuccess) why = std::string("cudaGraphInstantiate: ") + cudaGetErrorName(inst);
+    }
+    if (!why.empty() || !graph.exec) {
+      cudaGetLastError();  // capture failures are not sticky; clear them
+      graph.reset();
+      note = "graph capture refused (" + (why.empty() ? std::string("no graph") : why) + "): hot mode times a launch loop";
+      return;
+    }
+    graph_ok = true;
+    cuda_check(cudaGraphLaunch(graph.exec, stream.s), "cudaGraphLaunch (warm-up)");
+    cuda_check(cudaStreamSynchronize(stream.s), "graph warm-up");
+  }
+};
+
+CudaBench::CudaBench(const Prepared& p, const DeviceInfo& dev, TimerMode mode, bool use_cupti) {
+  require_cuda_device(dev.ordinal);
+  cuda_check(cudaSetDevice(dev.ordinal), "cudaSetDevice");
+  d_ = std::make_unique<Impl>(p, dev, mode);
+  d_->in = DeviceTensors::upload(p.inputs);
+  d_->out = DeviceTensors::alloc(p.output_specs);
+  d_->in_refs = d_->in.refs();
+  d_->out_refs = d_->out.refs();
+  if (mode == TimerMode::cold) {
+    d_->flush = DeviceBuffer(l2_flush_bytes(dev.l2_bytes));
+    if (use_cupti) {
+      std::string why;
+      d_->cupti = CuptiKernelTimer::get(&why);
+      if (!d_->cupti) d_->base_note = "CUPTI unavailable (" + why + "): timed with CUDA events, launch overhead included";
+      else d_->cupti->enable();
+    } else {
+      d_->base_note = "CUPTI disabled: timed with CUDA events, launch overhead included";
+    }
+  }
+  d_->note = d_->base_note;
+}
+
+CudaBench::~CudaBench() {
+  if (d_ && d_->cupti) d_->cupti->disable();
+}
+
+void CudaBench::set_config(const Params& config) {
+  Impl& d = *d_;
+  d.graph.reset();
+  d.note = d.base_note;  // a refused capture or a kernel CUPTI missed is this config's, not the next's
+  d.config = config;
+  d.have_config = true;
+  d.kernels = 0;
+  d.cupti_short = false;
+  d.plan.reset();
+  const std::size_t wsb = d.impl.workspace_bytes ? d.impl.workspace_bytes(d.p.problem, config) : 0;
+  if (wsb > d.ws.size()) d.ws = DeviceBuffer(wsb);
+  if (d.impl.plan) d.plan = d.impl.plan(d.p.problem, config, d.in_refs);
+  const std::uint64_t before = kernel_launches();
+  d.launches.clear();
+  record_launches(&d.launches);
+  try {
+    d.run();  // warm-up: module load, first-touch, the launch count
+  } catch (...) {
+    record_launches(nullptr);
+    throw;
+  }
+  record_launches(nullptr);
+  d.launched = static_cast<int>(kernel_launches() - before);
+  if (d.plan && d.plan->kernels != d.launched)
+    throw Error(d.p.family->name + ": the launch plan says " + std::to_string(d.plan->kernels) +
+                " kernels per call, the call launched " + std::to_string(d.launched));
+  cuda_check(cudaStreamSynchronize(d.stream.s), (d.p.family->name + " warm-up").c_str());
+  if (d.mode == TimerMode::hot) {
+    cuda_check(cudaEventRecord(d.start.e, d.stream.s), "cudaEventRecord");
+    d.run();
+    cuda_check(cudaEventRecord(d.stop.e, d.stream.s), "cudaEventRecord");
+    const double call_us = d.events_ms() * 1e3;
+    d.batch = graph_batch_size(call_us);
+    d.capture();
+  }
+}
+
+double CudaBench::sample_us() {
+  Impl& d = *d_;
+  if (!d.have_config) throw Error("CudaBench::sample_us before set_config");
+  if (d.mode == TimerMode::hot) {
+    cuda_check(cudaEventRecord(d.start.e, d.stream.s), "cudaEventRecord");
+    if (d.graph_ok) {
+      cuda_check(cudaGraphLaunch(d.graph.exec, d.stream.s), "cudaGraphLaunch");
+    } else {
+      for (int i = 0; i < d.batch; ++i) d.run();
+    }
+    cuda_check(cudaEventRecord(d.stop.e, d.stream.s), "cudaEventRecord");
+    d.last_timer = d.graph_ok ? "graph" : "events-loop";
+    return d.events_ms() * 1e3 / d.batch;
+  }
+  // Cold: overwrite twice the L2 with a changing byte so no line of the last call stays.
+  cuda_check(cudaMemsetAsync(d.flush.get(), static_cast<int>(d.flush_value++ & 0xff), d.flush.size(), d.stream.s),
+             "L2 flush (cudaMemsetAsync)");
+  const bool use_cupti = d.cupti && !d.cupti_short;
+  if (use_cupti) {
+    cuda_check(cudaStreamSynchronize(d.stream.s), "L2 flush");
+    d.cupti->begin();
+  }
+  cuda_check(cudaEventRecord(d.start.e, d.stream.s), "cudaEventRecord");
+  d.run();
+  cuda_check(cudaEventRecord(d.stop.e, d.stream.s), "cudaEventRecord");
+  const double event_us = d.events_ms() * 1e3;
+  if (use_cupti) {
+    int k = 0;
+    std::size_t dropped = 0;
+    const double us = d.cupti->end(&k, &dropped);
+    const CuptiVerdict v = judge_cupti(k, d.launched, dropped);
+    if (v.ok) {
+      d.kernels = k;
+      d.last_timer = "cupti";
+      return us;
+    }
+    // From now on this config is timed with events only: a sum of some of its kernels is no time.
+    d.cupti_short = true;
+    d.note = (d.base_note.empty() ? "" : d.base_note + "; ") + v.why;
+  }
+  d.last_timer = "events";
+  return event_us;
+}
+
+Outcome CudaBench::validate(const Params& config) {
+  Impl& d = *d_;
+  d.graph.reset();
+  d.have_config = false;  // the next measurement sets its config again
+  d.config = config;
+  const std::size_t wsb = d.impl.workspace_bytes ? d.impl.workspace_bytes(d.p.problem, config) : 0;
+  if (wsb > d.ws.size()) d.ws = DeviceBuffer(wsb);
+  d.plan = d.impl.plan ? d.impl.plan(d.p.problem, config, d.in_refs) : nullptr;
+  d.out.poison();
+  Outcome o;
+  cuda_check(cudaEventRecord(d.start.e, d.stream.s), "cudaEventRecord");
+  d.run();
+  cuda_check(cudaEventRecord(d.stop.e, d.stream.s), "cudaEventRecord");
+  o.times_us.push_back(d.events_ms() * 1e3);
+  o.outputs = d.out.download();
+  o.validation = d.p.family->validate(d.p.problem, d.p.inputs, o.outputs, d.p.reference);
+  return o;
+}
+
+nlohmann::json CudaBench::kernel_attributes() const {
+  nlohmann::json r = nlohmann::json::array();
+  for (const LaunchRecord& l : d_->launches) {
+    cudaFuncAttributes a{};
+    nlohmann::json k = {{"grid", l.grid}, {"block", l.block}, {"dynamic_smem", l.smem}};
+    if (cudaFuncGetAttributes(&a, l.func) == cudaSuccess) {
+      k["registers"] = a.numRegs;
+      k["local_bytes"] = a.localSizeBytes;
+      k["static_smem"] = a.sharedSizeBytes;
+      k["max_threads"] = a.maxThreadsPerBlock;
+    } else {
+      cudaGetLastError();
+    }
+    r.push_back(std::move(k));
+  }
+  return r;
+}
+
+std::string CudaBench::timer() const { return d_->last_timer; }
+std::string CudaBench::note() const { return d_->note; }
+int CudaBench::kernels_per_call() const { return d_->launched > 0 ? d_->launched : d_->kernels; }
+int CudaBench::batch() const { return d_->batch; }
+
+double cuda_copy_bandwidth_gbps(int ordinal, int reps) {
+  require_cuda_device(ordinal);
+  cuda_check(cudaSetDevice(ordinal), "cudaSetDevice");
+  const DeviceInfo info = cuda_device_info(ordinal);
+  const std::size_t bytes = copy_probe_bytes(info.mem_bytes);
+  DeviceBuffer a(bytes), b(bytes);
+  cuda_check(cudaMemset(a.get(), 1, bytes), "cudaMemset");
+  cuda_check(cudaMemcpy(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy (warm-up)");
+  Event start, stop;
+  cuda_check(cudaEventRecord(start.e, nullptr), "cudaEventRecord");
+  for (int r = 0; r < reps; ++r)
+    cuda_check(cudaMemcpyAsync(r % 2 ? a.get() : b.get(), r % 2 ? b.get() : a.get(), bytes, cudaMemcpyDeviceToDevice,
+                               nullptr),
+               "cudaMemcpyAsync");
+  cuda_check(cudaEventRecord(stop.e, nullptr), "cudaEventRecord");
+  cuda_check(cudaEventSynchronize(stop.e), "copy-bandwidth probe");
+  float ms = 0;
+  cuda_check(cudaEventElapsedTime(&ms, start.e, stop.e), "cudaEventElapsedTime");
+  return ms > 0 ? 2.0 * static_cast<double>(bytes) * reps / (ms * 1e-3) / 1e9 : 0;
+}
+
+std::string cuda_sticky_error(int ordinal) {
+  cudaGetLastError();  // drop a non-sticky error left by the failure itself
+  if (cudaSetDevice(ordinal) != cudaSuccess) {
+    const cudaError_t e = cudaGetLastError();
+    return cudaGetErrorName(e);
+  }
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) return "";
+  cudaGetLastError();
+  e = cudaDeviceSynchronize();  // a sticky error survives being read
+  return e == cudaSuccess ? "" : cudaGetErrorName(e);
+}
+
+}  // namespace moe::tuner

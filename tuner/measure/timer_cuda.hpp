@@ -1,0 +1,53 @@
+#pragma once
+// Timing of the cuda backend. Per point, the inputs are uploaded once and every candidate is
+// timed on them: cold mode flushes L2 before each sample and reads the kernels' device time
+// from CUPTI (CUDA events when CUPTI is unavailable); hot mode times a CUDA graph of
+// back-to-back calls with events. Also the device-to-device copy-bandwidth probe.
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner/measure/harness.hpp"
+#include "tuner/measure/timer_sizing.hpp"
+
+namespace moe::tuner {
+
+class CudaBench {
+ public:
+  CudaBench(const Prepared& p, const DeviceInfo& dev, TimerMode mode, bool use_cupti);
+  ~CudaBench();
+  CudaBench(const CudaBench&) = delete;
+  CudaBench& operator=(const CudaBench&) = delete;
+
+  // Makes `config` current: workspace, its launch plan, a warm-up call (which counts the
+  // kernels a call launches), and for hot mode the graph.
+  void set_config(const Params& config);
+  // The validation gate on the bench's own device tensors (no second copy of the problem):
+  // outputs poisoned, one call of `config`, downloaded and checked against the reference.
+  Outcome validate(const Params& config);
+  double sample_us();
+  // What timed the last sample: "cupti", "events", "graph" or "events-loop", plus any note on
+  // a fallback (CUPTI missing, graph capture refused).
+  std::string timer() const;
+  std::string note() const;
+  int kernels_per_call() const;  // launches counted at the warm-up (CUPTI's count when none were)
+  // Per kernel of a call: registers, local (spill) and shared memory, grid and block, from
+  // cudaFuncGetAttributes and the launch.
+  nlohmann::json kernel_attributes() const;
+  int batch() const;             // calls per hot-mode sample
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> d_;
+};
+
+// Device-to-device cudaMemcpy bandwidth in GB/s (bytes read + written per second): the
+// practical peak every candidate's GB/s is reported against.
+double cuda_copy_bandwidth_gbps(int ordinal, int reps = 10);
+
+// After a failure: "" when the device works again, else the name of the sticky error that
+// leaves the process unusable (the worker must then be restarted).
+std::string cuda_sticky_error(int ordinal);
+
+}  // namespace moe::tuner

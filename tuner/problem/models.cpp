@@ -1,0 +1,357 @@
+#include "tuner/problem/models.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/problem_params.hpp"
+#include "moe/dtype.hpp"
+#include "io/regular_file.hpp"
+#include "moe/error.hpp"
+
+namespace moe::tuner {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::vector<ParamSpec> model_specs() {
+  return {pp::experts(), pp::topk(),  pp::shared(), pp::groups(), pp::topk_group(),  pp::group_score(),
+          pp::scoring(), pp::bias(),  pp::renormalize(), pp::rsf(), pp::hidden(), pp::intermediate(),
+          pp::dtype("bf16", {"bf16", "f16", "f32"})};
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string r;
+  for (auto& s : v) r += (r.empty() ? "" : sep) + s;
+  return r;
+}
+
+json parse_json_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw Error(what + " '" + path + "' does not exist");
+  if (const std::string why = io::not_a_regular_file(path); !why.empty())
+    throw Error(what + " '" + path + "' " + why + ": give a JSON file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read " + what + " '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::exception& e) {
+    throw Error(what + " '" + path + "' is not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) throw Error(what + " '" + path + "' is not a JSON object");
+  return j;
+}
+
+// Relations between parameters that a spec's per-value range cannot express; checked here so a
+// bad file fails when it is loaded, naming the file, not later inside some family.
+void check_model(const Params& m, const std::string& where) {
+  try {
+    for (auto& s : model_specs()) check_value(s, m.at(s.name));
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what());
+  }
+  const auto E = m.i("experts"), k = m.i("topk"), G = m.i("groups"), TG = m.i("topk_group");
+  auto bad = [&](const std::string& why) { throw Error(where + ": " + why); };
+  if (E % G != 0) bad("groups = " + std::to_string(G) + " does not divide experts = " + std::to_string(E));
+  if (TG > G) bad("topk_group = " + std::to_string(TG) + " is more than groups = " + std::to_string(G));
+  if (k > TG * (E / G))
+    bad("topk = " + std::to_string(k) + " is more than the " + std::to_string(TG * (E / G)) +
+        " experts in the topk_group = " + std::to_string(TG) + " kept groups");
+}
+
+std::string normalise_dtype(const std::string& s) {
+  try {
+    return std::string(dtype_name(parse_dtype(s)));
+  } catch (const Error&) {
+    return s;  // check_model reports it with the allowed names
+  }
+}
+
+// ---- presets
+
+Params load_preset(const std::string& path) {
+  const json j = parse_json_file(path, "model preset");
+  const std::string where = "model preset '" + path + "'";
+  std::vector<std::string> names;
+  for (auto& s : model_specs()) names.push_back(s.name);
+  for (auto& [k, v] : j.items()) {
+    if (k == "name" || k == "source" || k == "notes") continue;
+    if (std::find(names.begin(), names.end(), k) == names.end())
+      throw Error(where + " has an unknown field '" + k + "' (fields: " + join(names) + ", name, source, notes)");
+  }
+  Params m;
+  for (auto& s : model_specs()) {
+    if (!j.contains(s.name)) throw Error(where + " is missing the field '" + s.name + "' (" + s.help + ")");
+    const json& v = j.at(s.name);
+    auto wrong = [&](const char* want) {
+      throw Error(where + ": field '" + s.name + "' is " + v.dump() + ", expected " + want);
+    };
+    switch (s.kind) {
+      case ParamKind::Int:
+        if (!v.is_number_integer()) wrong("an integer");
+        m.set(s.name, v.get<std::int64_t>());
+        break;
+      case ParamKind::Bool:
+        if (v.is_boolean()) m.set(s.name, std::int64_t{v.get<bool>() ? 1 : 0});
+        else if (v.is_number_integer() && (v.get<std::int64_t>() == 0 || v.get<std::int64_t>() == 1))
+          m.set(s.name, v.get<std::int64_t>());
+        else wrong("0, 1, true or false");
+        break;
+      case ParamKind::Float:
+        if (!v.is_number()) wrong("a number");
+        m.set(s.name, v.get<double>());
+        break;
+      case ParamKind::Choice:
+        if (!v.is_string()) wrong("a string");
+        m.set(s.name, s.name == "dtype" ? normalise_dtype(v.get<std::string>()) : v.get<std::string>());
+        break;
+    }
+  }
+  check_model(m, where);
+  return m;
+}
+
+// A JSON object with Hugging Face field names rather than moebench's.
+bool looks_like_hf(const json& j) {
+  if (j.contains("experts")) return false;
+  for (const char* k : {"model_type", "architectures", "text_config", "n_routed_experts", "num_local_experts", "num_experts"})
+    if (j.contains(k)) return true;
+  return false;
+}
+
+// ---- Hugging Face config.json
+
+class HfConfig {
+ public:
+  explicit HfConfig(const std::string& path) : path_(path), root_(parse_json_file(path, "Hugging Face config")) {
+    if (root_.contains("text_config") && root_.at("text_config").is_object()) text_ = &root_.at("text_config");
+  }
+  HfConfig(const HfConfig&) = delete;  // text_ points into root_
+  HfConfig& operator=(const HfConfig&) = delete;
+
+  // The first of `names` present (and not null), in text_config first, then at the top level.
+  const json* find(std::initializer_list<const char*> names, std::string* found = nullptr) const {
+    for (const json* scope : {text_, &root_}) {
+      if (!scope) continue;
+      for (const char* n : names) {
+        auto it = scope->find(n);
+        if (it != scope->end() && !it->is_null()) {
+          if (found) *found = n;
+          return &*it;
+        }
+      }
+    }
+    return nullptr;
+  }
+
+  std::int64_t integer(std::initializer_list<const char*> names, const char* meaning, const std::int64_t* def) const {
+    std::string name;
+    const json* v = find(names, &name);
+    if (!v) {
+      if (def) return *def;
+      std::vector<std::string> all(names.begin(), names.end());
+      throw Error("Hugging Face config '" + path_ + "' has no " + meaning + ": none of " + join(all) +
+                  " is set" + (text_ ? " (looked in text_config and the top level)" : ""));
+    }
+    if (v->is_number_integer()) return v->get<std::int64_t>();
+    if (v->is_number_float() && std::nearbyint(v->get<double>()) == v->get<double>() && std::fabs(v->get<double>()) < 1e15)
+      return static_cast<std::int64_t>(v->get<double>());
+    throw Error("Hugging Face config '" + path_ + "': field '" + name + "' (" + meaning + ") is " + v->dump() +
+                ", expected an integer");
+  }
+
+  double number(std::initializer_list<const char*> names, const char* meaning, double def) const {
+    std::string name;
+    const json* v = find(names, &name);
+    if (!v) return def;
+    if (!v->is_number())
+      throw Error("Hugging Face config '" + path_ + "': field '" + name + "' (" + meaning + ") is " + v->dump() +
+                  ", expected a number");
+    return v->get<double>();
+  }
+
+  // true/false, or -1 when absent.
+  int flag(std::initializer_list<const char*> names, const char* meaning) const {
+    std::string name;
+    const json* v = find(names, &name);
+    if (!v) return -1;
+    if (v->is_boolean()) return v->get<bool>() ? 1 : 0;
+    if (v->is_number_integer() && (v->get<std::int64_t>() == 0 || v->get<std::int64_t>() == 1))
+      return static_cast<int>(v->get<std::int64_t>());
+    throw Error("Hugging Face config '" + path_ + "': field '" + name + "' (" + meaning + ") is " + v->dump() +
+                ", expected true or false");
+  }
+
+  std::string word(std::initializer_list<const char*> names) const {
+    const json* v = find(names);
+    return v && v->is_string() ? v->get<std::string>() : std::string();
+  }
+
+  // Both model_types: Llama 4 says "llama4" outside and "llama4_text" inside, Kimi-VL
+  // "kimi_vl" outside and "deepseek_v3" inside.
+  bool model_type_is(std::initializer_list<const char*> types) const {
+    for (const json* scope : {text_, &root_}) {
+      if (!scope) continue;
+      auto it = scope->find("model_type");
+      if (it == scope->end() || !it->is_string()) continue;
+      for (const char* t : types)
+        if (it->get<std::string>() == t) return true;
+    }
+    return false;
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  json root_;
+  const json* text_ = nullptr;
+};
+
+}  // namespace
+
+std::string models_dir() {
+  if (const char* e = std::getenv("MOEBENCH_MODELS_DIR"); e && *e) return e;
+#ifdef MOEBENCH_SOURCE_DIR
+  {
+    const std::string src = MOEBENCH_SOURCE_DIR "/configs/models";
+    std::error_code ec;
+    if (fs::is_directory(src, ec)) return src;
+  }
+#endif
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) return (exe.parent_path() / ".." / "share" / "moebench" / "configs" / "models").lexically_normal().string();
+  return "share/moebench/configs/models";
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(models_dir(), ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".json" && it->is_regular_file(ec)) names.push_back(it->path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Params load_model(const std::string& name_or_path) {
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
+  if (is_path) {
+    const json j = parse_json_file(name_or_path, "model file");
+    if (looks_like_hf(j)) return load_hf_config(name_or_path);
+    return load_preset(name_or_path);
+  }
+  const std::string dir = models_dir();
+  const std::string file = (fs::path(dir) / (name_or_path + ".json")).string();
+  std::error_code ec;
+  if (!name_or_path.empty() && fs::is_regular_file(file, ec)) return load_preset(file);
+  const auto names = model_names();
+  if (names.empty())
+    throw Error("unknown model '" + name_or_path + "': no presets found in '" + dir +
+                "' (set MOEBENCH_MODELS_DIR to the configs/models directory), or give a path to a preset "
+                "or a Hugging Face config.json");
+  throw Error("unknown model '" + name_or_path + "': the presets are " + join(names) + " (in '" + dir +
+              "'), or give a path to a preset or a Hugging Face config.json");
+}
+
+Params load_hf_config(const std::string& path) {
+  const HfConfig c(path);
+  const bool llama4 = c.model_type_is({"llama4", "llama4_text"});
+  Params m;
+  m.set("experts", c.integer({"n_routed_experts", "num_local_experts", "num_experts"}, "number of routed experts", nullptr));
+  m.set("topk", c.integer({"num_experts_per_tok", "moe_topk", "experts_per_token", "num_experts_per_token"},
+                          "number of experts per token", nullptr));
+  m.set("hidden", c.integer({"hidden_size"}, "hidden size", nullptr));
+  m.set("intermediate", c.integer({"moe_intermediate_size", "intermediate_size"}, "expert intermediate size", nullptr));
+
+  // DeepSeek's topk_method names the router: noaux_tc (V3: sigmoid + bias, groups scored by
+  // their top-2 sum), group_limited_greedy (V2: groups scored by their best expert), greedy
+  // (V2-Lite: no groups, whatever n_group says).
+  const std::string method = c.word({"topk_method"});
+  const std::int64_t one = 1;
+  std::int64_t groups = c.integer({"n_group", "num_expert_group"}, "number of expert groups", &one);
+  std::int64_t topk_group = c.integer({"topk_group"}, "number of groups kept", &one);
+  if (method == "greedy") groups = topk_group = 1;
+  m.set("groups", groups);
+  m.set("topk_group", topk_group);
+  m.set("group_score", std::string(method == "group_limited_greedy" ? "max" : "top2_sum"));
+
+  // Llama 4 applies a sigmoid to its top-1 logit without saying so in the config.
+  std::string scoring = c.word({"scoring_func", "moe_router_activation_func"});
+  if (scoring.empty()) scoring = llama4 ? "sigmoid" : "softmax";
+  if (scoring != "softmax" && scoring != "sigmoid")
+    throw Error("Hugging Face config '" + path + "': scoring function '" + scoring +
+                "' is not supported (moebench routes with softmax or sigmoid)");
+  m.set("scoring", scoring);
+  m.set("bias", std::int64_t{method == "noaux_tc" ? 1 : 0});
+
+  // Without norm_topk_prob the model's own code decides: Mixtral and gpt-oss normalise the top-k
+  // (gpt-oss by a softmax over the selected logits), DeepSeek-V3's config class defaults to true,
+  // Llama 4's top-1 sigmoid does not; transformers defaults the rest (Qwen MoE, DeepSeek-V2) to false.
+  int renorm = c.flag({"norm_topk_prob", "moe_renormalize"}, "renormalize the top-k weights");
+  if (renorm < 0) renorm = c.model_type_is({"mixtral", "gpt_oss", "deepseek_v3", "kimi_k2"}) ? 1 : 0;
+  m.set("renormalize", std::int64_t{renorm});
+  m.set("rsf", c.number({"routed_scaling_factor"}, "routed scaling factor", 1.0));
+
+  const std::int64_t zero = 0;
+  std::int64_t shared = c.integer({"n_shared_experts", "num_shared_experts"}, "number of shared experts", &zero);
+  if (!c.find({"n_shared_experts", "num_shared_experts"})) {
+    if (llama4) shared = 1;  // Llama 4's shared expert has the routed experts' size
+    const std::int64_t sized = c.integer({"shared_expert_intermediate_size"}, "shared expert size", &zero);
+    if (sized > 0)
+      std::cerr << "moebench: warning: Hugging Face config '" << path
+                << "': its gated shared expert (shared_expert_intermediate_size = " << sized
+                << ") has no fused form in moebench; it is left out (shared = 0) and only the routed experts "
+                   "are benchmarked\n";
+  }
+  m.set("shared", shared);
+
+  std::string dt = c.word({"torch_dtype", "dtype"});
+  dt = normalise_dtype(dt);
+  if (dt != "bf16" && dt != "f16" && dt != "f32") dt = "bf16";
+  m.set("dtype", dt);
+
+  check_model(m, "Hugging Face config '" + path + "'");
+  return m;
+}
+
+Params apply_parallelism(Params model, int tp, int ep, int ep_rank) {
+  if (tp < 1) throw Error("--tp must be at least 1, got " + std::to_string(tp));
+  if (ep < 1) throw Error("--ep must be at least 1, got " + std::to_string(ep));
+  if (ep_rank < 0 || ep_rank >= ep)
+    throw Error("--ep-rank " + std::to_string(ep_rank) + " is outside [0, " + std::to_string(ep) + ") for --ep " +
+                std::to_string(ep));
+  auto divisors = [](std::int64_t n) {
+    std::vector<std::string> d;
+    for (std::int64_t i = 1; i <= n && i <= 64; ++i)
+      if (n % i == 0) d.push_back(std::to_string(i));
+    return join(d);
+  };
+  const std::int64_t I = model.i("intermediate");
+  if (I % tp != 0)
+    throw Error("--tp " + std::to_string(tp) + " does not divide the expert intermediate size " + std::to_string(I) +
+                ": use a tp that divides it (" + divisors(I) + (I > 64 ? ", ..." : "") + ")");
+  model.set("intermediate", I / tp);
+  if (ep > 1) {
+    const std::int64_t E = model.i("experts");
+    if (E % ep != 0)
+      throw Error("--ep " + std::to_string(ep) + " does not divide the " + std::to_string(E) +
+                  " routed experts: use an ep that divides it (" + divisors(E) + (E > 64 ? ", ..." : "") + ")");
+    model.set("expert_begin", std::int64_t{ep_rank} * E / ep);
+    model.set("expert_end", std::int64_t{ep_rank + 1} * E / ep);
+  }
+  return model;
+}
+
+}  // namespace moe::tuner

@@ -1,0 +1,107 @@
+#include "tuner/store/compare.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+namespace moe::tuner {
+
+std::string_view verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::noisy: return "NOISY";
+    case Verdict::slow: return "SLOW";
+    case Verdict::fast: return "FAST";
+    case Verdict::broken: return "BROKEN";
+    default: return "SAME";
+  }
+}
+
+Verdict verdict(const Stats& base, const Stats& now, double threshold) {
+  if (!(base.median_us > 0)) return Verdict::noisy;
+  const double ratio = now.median_us / base.median_us;
+  if (std::abs(ratio - 1) <= threshold) return Verdict::same;
+  const bool overlap = now.q1_us <= base.q3_us && base.q1_us <= now.q3_us;
+  if (overlap) return Verdict::noisy;
+  return ratio > 1 ? Verdict::slow : Verdict::fast;
+}
+
+int CompareReport::count(Verdict v) const {
+  int n = 0;
+  for (auto& r : rows) n += r.v == v;
+  return n;
+}
+
+static std::string record_key(const json& r) {
+  return r.value("kernel", "") + "|" + r.value("problem_key", "") + "|" + std::to_string(r.value("tokens", 0LL)) + "|" +
+         r.value("config_key", "");
+}
+
+CompareReport compare_results(const json& base, const json& now, double threshold) {
+  std::map<std::string, const json*> b, n;
+  std::vector<std::string> order;
+  for (auto& r : base["records"]) {
+    const std::string k = record_key(r);
+    if (!b.count(k)) order.push_back(k);
+    b[k] = &r;
+  }
+  for (auto& r : now["records"]) n[record_key(r)] = &r;
+  CompareReport rep;
+  double log_sum = 0;
+  int logs = 0;
+  for (auto& k : order) {
+    auto it = n.find(k);
+    if (it == n.end()) {
+      ++rep.only_base;
+      continue;
+    }
+    const json &rb = *b[k], &rn = *it->second;
+    if (rb.value("status", "") != "ok") continue;  // nothing to compare against
+    CompareRow row;
+    row.kernel = rb.value("kernel", "");
+    row.problem_key = rb.value("problem_key", "");
+    row.config_key = rb.value("config_key", "");
+    row.tokens = rb.value("tokens", 0LL);
+    row.base = stats_from_json(rb.value("stats", json::object()));
+    row.now = stats_from_json(rn.value("stats", json::object()));
+    row.status_now = rn.value("status", "");
+    if (row.status_now != "ok" || row.now.n == 0) {
+      row.v = Verdict::broken;
+      row.ratio = 0;
+    } else {
+      row.ratio = row.base.median_us > 0 ? row.now.median_us / row.base.median_us : 0;
+      row.v = verdict(row.base, row.now, threshold);
+      if (row.ratio > 0) {
+        log_sum += std::log(row.ratio);
+        ++logs;
+      }
+    }
+    rep.rows.push_back(std::move(row));
+  }
+  for (auto& [k, r] : n) rep.only_new += b.count(k) ? 0 : 1;
+  rep.geomean = logs ? std::exp(log_sum / logs) : 1.0;
+  return rep;
+}
+
+std::string compare_markdown(const CompareReport& r, double threshold) {
+  std::string md = "| kernel | problem | tokens | config | base median us | new median us | change | verdict |\n"
+                   "|---|---|---:|---|---:|---:|---:|---|\n";
+  for (auto& row : r.rows) {
+    const std::string change = row.v == Verdict::broken ? "status " + row.status_now
+                                                       : fmt::format("{:+.1f}%", (row.ratio - 1) * 100);
+    md += fmt::format("| {} | {} | {} | {} | {:.3f} | {} | {} | {} |\n", row.kernel, row.problem_key, row.tokens,
+                      row.config_key, row.base.median_us,
+                      row.v == Verdict::broken ? std::string("-") : fmt::format("{:.3f}", row.now.median_us), change,
+                      verdict_name(row.v));
+  }
+  md += fmt::format(
+      "\n{} matched: {} SAME, {} FAST, {} SLOW, {} NOISY, {} BROKEN (threshold {:.1f}%); geometric mean of new/base "
+      "{:.3f} ({:+.1f}%)",
+      r.rows.size(), r.count(Verdict::same), r.count(Verdict::fast), r.count(Verdict::slow), r.count(Verdict::noisy),
+      r.count(Verdict::broken), threshold * 100, r.geomean, (r.geomean - 1) * 100);
+  if (r.only_base || r.only_new) md += fmt::format("; {} only in BASE, {} only in NEW", r.only_base, r.only_new);
+  md += "\n";
+  return md;
+}
+
+}  // namespace moe::tuner

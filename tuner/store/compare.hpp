@@ -1,0 +1,40 @@
+#pragma once
+// Regression check between two results files: records are matched on (kernel, problem,
+// tokens, config); each matched pair gets a verdict from the medians and the interquartile
+// ranges, and the whole a geometric-mean ratio.
+//   SAME   the medians differ by no more than the threshold
+//   NOISY  they differ by more, but the interquartile ranges overlap: not a trustworthy change
+//   SLOW / FAST  they differ by more and the ranges are apart
+// A record that was ok in BASE and is not in NEW is BROKEN.
+#include <string>
+#include <vector>
+
+#include "tuner/measure/json_io.hpp"
+
+namespace moe::tuner {
+
+enum class Verdict { same, noisy, slow, fast, broken };
+std::string_view verdict_name(Verdict v);  // "SAME", "NOISY", "SLOW", "FAST", "BROKEN"
+
+Verdict verdict(const Stats& base, const Stats& now, double threshold);
+
+struct CompareRow {
+  std::string kernel, problem_key, config_key;
+  long long tokens = 0;
+  Stats base, now;
+  double ratio = 1;  // now / base median
+  Verdict v = Verdict::same;
+  std::string status_now;  // for BROKEN
+};
+
+struct CompareReport {
+  std::vector<CompareRow> rows;
+  int only_base = 0, only_new = 0;
+  double geomean = 1;  // of the ratios of matched ok pairs
+  int count(Verdict v) const;
+};
+
+CompareReport compare_results(const json& base, const json& now, double threshold);
+std::string compare_markdown(const CompareReport& r, double threshold);
+
+}  // namespace moe::tuner

@@ -1,0 +1,155 @@
+#include "tuner/store/report.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <map>
+#include <vector>
+
+#include "tuner/base/units.hpp"
+
+namespace moe::tuner {
+
+namespace {
+
+std::string num(const json& j, const char* k, const char* f) {
+  if (!j.contains(k) || !j[k].is_number()) return "-";
+  return fmt::format(fmt::runtime(f), j[k].get<double>());
+}
+
+// "block_m=64;tokens_per_task=16" -> "bm=64;tpt=16": each name of NAME=VALUE pairs separated
+// by ',' or ';' to its initials.
+std::string initials(const std::string& cfg) {
+  std::string out;
+  std::size_t b = 0;
+  while (b <= cfg.size()) {
+    std::size_t e = cfg.find_first_of(",;", b);
+    if (e == std::string::npos) e = cfg.size();
+    const std::string pair = cfg.substr(b, e - b);
+    const std::size_t eq = pair.find('=');
+    if (eq == std::string::npos) {
+      out += pair;
+    } else {
+      for (std::size_t i = 0; i < eq; ++i)
+        if (i == 0 || pair[i - 1] == '_') out += pair[i];
+      out += pair.substr(eq);
+    }
+    if (e < cfg.size()) out += cfg[e];
+    b = e + 1;
+  }
+  return out;
+}
+
+// The layer's config as it ran: "auto: STAGE=NAME=VALUE;...,..." (with `short_names`, the
+// stage configs' names to initials); "auto" alone does not say what was timed.
+std::string resolved_text(const json& resolved, bool short_names) {
+  const Params stages = params_from_json(resolved, "resolved config");
+  std::string t;
+  for (auto& [stage, v] : stages.values()) {
+    const std::string text = value_str(v);
+    t += (t.empty() ? "" : ",") + stage + "=" + (short_names ? initials(text) : text);
+  }
+  return "auto: " + t;
+}
+
+// Points of results written before "timed" was recorded: every evaluated candidate counted.
+int timed_count(const json& p) { return p.value("timed", p.value("evaluated", 0)); }
+int not_usable_count(const json& p) { return p.value("not_usable", 0); }
+
+}  // namespace
+
+std::string markdown_summary(const json& results, std::size_t config_width) {
+  const json& meta = results.value("meta", json::object());
+  std::string md;
+  std::string timer;
+  if (meta.contains("timer")) {
+    const std::string mode = meta["timer"].value("mode", ""), used = meta["timer"].value("used", "");
+    timer = used.empty() || used == mode ? mode : mode + ", " + used;
+  }
+  md += fmt::format("# moebench sweep on {} ({})\n\n", meta.value("device", "?"), meta.value("backend", "?"));
+  int timed = 0, space = 0, points = 0;
+  std::map<std::string, int> bad;
+  for (auto& p : results["points"]) {
+    timed += timed_count(p);
+    space += p.value("total", 0);
+    ++points;
+  }
+  for (auto& r : results["records"])
+    if (r.value("status", "") != "ok") ++bad[r.value("status", "")];
+  md += fmt::format("- wall time {}{}; {} of {} candidates timed over {} points ({} search, timer {})\n",
+                    human_duration(meta.value("wall_s", 0.0)), meta.value("resumed", false) ? " (this run, resumed)" : "",
+                    timed, space, points, meta.value("strategy", "?"), timer);
+  if (meta.contains("timer") && meta["timer"].contains("notes"))
+    for (auto& n : meta["timer"]["notes"]) md += "- timer note: " + n.get<std::string>() + "\n";
+  const bool cpu = meta.value("backend", "") == "cpu";
+  if (meta.value("copy_bw_gbps", 0.0) > 0)
+    md += cpu ? fmt::format("- host memory copy {:.0f} GB/s; no % of peak on the cpu backend: a problem that fits in "
+                            "cache moves faster than memory, so the ratio would be no fraction of a peak\n",
+                            meta["copy_bw_gbps"].get<double>())
+              : fmt::format("- measured copy bandwidth {:.0f} GB/s (100% of peak in the table)\n",
+                            meta["copy_bw_gbps"].get<double>());
+  if (!bad.empty()) {
+    std::string s;
+    for (auto& [k, v] : bad) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", v, k);
+    md += "- not usable: " + s + " (details in results.json)\n";
+  }
+  if (meta.contains("skipped") && !meta["skipped"].empty())
+    for (auto& s : meta["skipped"]) md += "- skipped: " + s.get<std::string>() + "\n";
+  // Group points by kernel and problem, keeping sweep order.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const json*>> groups;
+  for (auto& p : results["points"]) {
+    const std::string k = p.value("kernel", "") + "  " + p.value("problem_key", "");
+    if (!groups.count(k)) order.push_back(k);
+    groups[k].push_back(&p);
+  }
+  bool cut = false, above_peak = false;
+  for (auto& k : order) {
+    md += "\n## " + k + "\n\n";
+    // No % of peak column on the cpu backend: there is no peak it would be a fraction of.
+    md += std::string("| tokens | chosen config | median us | vs default | GB/s | TFLOP/s | ") + (cpu ? "" : "% of peak | ") +
+          "timed | not usable |\n";
+    md += std::string("|---:|---|---:|---:|---:|---:|") + (cpu ? "" : "---:|") + "---:|---:|\n";
+    for (const json* p : groups[k]) {
+      const std::string counts = fmt::format("{}/{} | {}", timed_count(*p), p->value("total", 0), not_usable_count(*p));
+      if (!p->contains("chosen")) {
+        md += fmt::format("| {} | {} | - | - | - | - | {}{} |\n", p->value("tokens", 0),
+                          p->contains("error") ? "error: " + (*p)["error"].get<std::string>() : std::string("no valid config"),
+                          cpu ? "" : "- | ", counts);
+        continue;
+      }
+      const json& c = (*p)["chosen"];
+      const bool resolved = c.contains("resolved_config") && c["resolved_config"].is_object();
+      const std::string key = c.value("config_key", "");
+      std::string note;
+      if (p->value("kept_default", false)) note = " (default kept: winner within noise)";
+      else if (!resolved && p->contains("default") && (*p)["default"].value("config_key", "") == key) note = " (default)";
+      std::string cfg = (resolved ? resolved_text(c["resolved_config"], false) : key) + note;
+      if (config_width > 3 && cfg.size() > config_width) {
+        cfg = (resolved ? resolved_text(c["resolved_config"], true) : initials(key)) + note;
+        if (cfg.size() > config_width) cfg = cfg.substr(0, config_width - 3) + "...";
+        cut = true;
+      }
+      std::string pct = num(*p, "pct_peak", "{:.1f}");
+      if (p->contains("pct_peak") && (*p)["pct_peak"].is_number() && (*p)["pct_peak"].get<double>() > 100) {
+        pct += " (cache)";
+        above_peak = true;
+      }
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {}{} |\n", p->value("tokens", 0), cfg,
+                        num(c, "median_us", "{:.3f}"), num(*p, "speedup_vs_default", "{:.2f}x"), num(*p, "gbps", "{:.1f}"),
+                        num(*p, "tflops", "{:.2f}"), cpu ? "" : pct + " | ", counts);
+    }
+  }
+  if (above_peak)
+    md += "\n(cache): faster than the measured copy bandwidth, so the data came from cache (hot timer, or a problem "
+          "that fits in L2): not a fraction of the memory peak.\n";
+  if (cut)
+    md += fmt::format("\nConfigs longer than {} characters are abbreviated here (parameter names to their initials, "
+                      "then cut); summary.md and results.json hold them whole.\n",
+                      config_width);
+  return md;
+}
+
+std::string printed_summary(const json& results) { return markdown_summary(results, ::isatty(1) ? 130 : 0); }
+
+}  // namespace moe::tuner

@@ -1,0 +1,273 @@
+#include "tuner/store/results.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "io/regular_file.hpp"
+#include "moe/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace moe::tuner {
+
+namespace {
+
+struct Acc {
+  json first;  // the first eval line: identity of the record
+  std::vector<double> samples;
+  json validation, last;
+  std::string error, status, reason, timer, note;
+  json measured = json::object();  // the latest measurement's kernels, their attributes, GPU state
+  int rounds = 0;
+  bool early_stop = false;
+};
+
+double rate(double amount, double median_us) { return median_us > 0 ? amount / (median_us * 1e-6) : 0; }
+
+}  // namespace
+
+json build_results(const JournalContents& jr, const json& meta) {
+  const json& h = jr.header;
+  std::map<std::string, json> prep, point;
+  std::map<std::pair<int, int>, Acc> acc;  // (point_index, cand_index)
+  for (const json& l : jr.lines) {
+    const std::string type = l.value("type", "");
+    if (type == "prep") prep[l.value("point", "")] = l;
+    else if (type == "point") point[l.value("point", "")] = l;
+    else if (type == "eval") {
+      Acc& a = acc[{l.value("point_index", 0), l.value("cand_index", 0)}];
+      if (a.first.is_null()) a.first = l;
+      for (auto& s : l.value("samples_us", json::array())) a.samples.push_back(s.get<double>());
+      if (l.contains("validation") && !l["validation"].is_null()) a.validation = l["validation"];
+      a.status = l.value("status", "");
+      if (!l.value("error", "").empty()) a.error = l.value("error", "");
+      if (!l.value("reason", "").empty()) a.reason = l.value("reason", "");
+      if (!l.value("timer", "").empty()) a.timer = l.value("timer", "");
+      if (!l.value("note", "").empty()) a.note = l.value("note", "");
+      for (const char* k : {"kernels", "kernel_attrs", "gpu", "throttled", "saved"})
+        if (l.contains(k)) a.measured[k] = l[k];
+      a.early_stop = l.value("early_stop", false);
+      ++a.rounds;
+    }
+  }
+  // On the cpu backend a problem that fits in cache moves faster than the host's memory copy
+  // (dispatch reached 480%), so that ratio is no fraction of any peak: GB/s only there.
+  const double peak = h.value("backend", "") == "cpu" ? 0.0 : meta.value("copy_bw_gbps", 0.0);
+  json records = json::array();
+  std::map<std::string, std::map<std::string, json>> by_point;  // point -> config_key -> record
+  for (auto& [k, a] : acc) {
+    const json& f = a.first;
+    const std::string pkey = f.value("point", "");
+    json r;
+    r["kernel"] = f.value("kernel", "");
+    r["backend"] = h.value("backend", "");
+    r["device"] = h.value("device", "");
+    json problem = f.value("problem", json::object());
+    r["tokens"] = f.value("tokens", 0);
+    json pk = problem;
+    pk.erase("tokens");
+    r["problem"] = pk;
+    r["problem_key"] = f.value("problem_key", "");
+    r["config"] = f.value("config", json::object());
+    r["config_key"] = f.value("config_key", "");
+    for (const char* k : {"resolved_config", "config_source"})
+      if (f.contains(k)) r[k] = f[k];
+    r["is_default"] = f.value("is_default", false);
+    r["status"] = a.status;
+    if (!a.error.empty()) r["error"] = a.error;
+    r["validation"] = a.validation;
+    const Stats st = summarize(a.samples);
+    r["stats"] = to_json(st);
+    r["rounds"] = a.rounds;
+    r["early_stop"] = a.early_stop;
+    r["stop_reason"] = a.reason;
+    r["timer"] = a.timer;
+    if (!a.note.empty()) r["timer_note"] = a.note;
+    for (auto& [k, v] : a.measured.items()) r[k] = v;
+    if (prep.count(pkey) && st.n > 0) {
+      const double bytes = prep[pkey].value("bytes", 0.0), flops = prep[pkey].value("flops", 0.0);
+      r["bytes"] = bytes;
+      r["flops"] = flops;
+      r["gbps"] = rate(bytes, st.median_us) / 1e9;
+      r["tflops"] = rate(flops, st.median_us) / 1e12;
+      if (peak > 0) r["pct_peak"] = 100.0 * r["gbps"].get<double>() / peak;
+    }
+    r["point_index"] = f.value("point_index", 0);
+    by_point[pkey][r["config_key"].get<std::string>()] = r;
+    records.push_back(std::move(r));
+  }
+  double floor = 0.01;
+  if (h.contains("settings") && h["settings"].contains("rule") && h["settings"]["rule"].value("max_noise", json()).is_number())
+    floor = h["settings"]["rule"]["max_noise"].get<double>();
+  json points = json::array();
+  std::vector<std::pair<int, json>> ordered;
+  for (auto& [pkey, pl] : point) ordered.emplace_back(pl.value("point_index", 0), pl);
+  std::sort(ordered.begin(), ordered.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  for (auto& [idx, pl] : ordered) {
+    const std::string pkey = pl.value("point", "");
+    json p = {{"point", pkey},
+              {"point_index", idx},
+              {"kernel", pl.value("kernel", "")},
+              {"problem_key", pl.value("problem_key", "")},
+              {"tokens", pl.value("tokens", 0)},
+              {"evaluated", pl.value("evaluated", 0)},
+              {"total", pl.value("total", 0)},
+              {"rounds", pl.value("rounds", 0)},
+              {"budget_hit", pl.value("budget_hit", false)}};
+    if (pl.contains("error")) p["error"] = pl["error"];
+    auto& recs = by_point[pkey];
+    // "evaluated" counts every candidate the search tried; only those that ran correctly were timed.
+    int timed = 0;
+    for (auto& [ck, r] : recs) timed += r.value("status", "") == "ok" ? 1 : 0;
+    p["timed"] = timed;
+    p["not_usable"] = std::max(0, p["evaluated"].get<int>() - timed);
+    auto rec = [&](const char* k) -> const json* {
+      const std::string ck = pl.value(k, json()).is_string() ? pl[k].get<std::string>() : "";
+      auto it = recs.find(ck);
+      return it == recs.end() ? nullptr : &it->second;
+    };
+    auto brief = [](const json& r) {
+      json b{{"config", r["config"]}, {"config_key", r["config_key"]}, {"median_us", r["stats"]["median_us"]},
+             {"stats", r["stats"]}};
+      if (r.contains("resolved_config")) b["resolved_config"] = r["resolved_config"];
+      return b;
+    };
+    const json *w = rec("winner"), *ru = rec("runner_up"), *d = rec("default");
+    if (d) p["default"] = brief(*d);
+    if (w) {
+      p["winner"] = brief(*w);
+      const json* chosen = w;
+      const json* second = ru;
+      bool kept = false;
+      if (d && d != w && d->value("status", "") == "ok" &&
+          within_noise(stats_from_json((*w)["stats"]), stats_from_json((*d)["stats"]), floor)) {
+        chosen = d;
+        second = w;  // keep the measured winner as the runner-up
+        kept = true;
+      }
+      p["chosen"] = brief(*chosen);
+      p["kept_default"] = kept;
+      if (second) p["runner_up"] = brief(*second);
+      if (d) {
+        const double cm = (*chosen)["stats"]["median_us"].get<double>();
+        p["speedup_vs_default"] = cm > 0 ? (*d)["stats"]["median_us"].get<double>() / cm : 0.0;
+      }
+      for (const char* k : {"gbps", "tflops", "pct_peak"})
+        if (chosen->contains(k)) p[k] = (*chosen)[k];
+    }
+    points.push_back(std::move(p));
+  }
+  json out = {{"schema", kResultsSchema}, {"meta", meta}, {"records", records}, {"points", points}};
+  return out;
+}
+
+void write_text_atomic(const std::string& path, const std::string& text) {
+  const fs::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+  std::size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw Error("cannot move " + tmp + " to " + path + ": " + why);
+  }
+}
+
+void write_results(const std::string& path, const json& results) {
+  write_text_atomic(path, results.dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+json read_results(const std::string& path_or_dir) {
+  std::string path = path_or_dir;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) path = (fs::path(path) / "results.json").string();
+  if (const std::string why = io::not_a_regular_file(path); !why.empty())
+    throw Error("results " + path + " " + why + ": give a results.json or the sweep directory holding it");
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read results " + path);
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw Error(path + " is not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object() || j.value("schema", "") != kResultsSchema || !j.contains("records") || !j["records"].is_array())
+    throw Error(path + " is not a " + std::string(kResultsSchema) + " results file");
+  // The fields readers take with json::value, which throws on a wrong type: an edited or foreign
+  // file is the user's to fix, not an internal error.
+  const auto bad = [&](const std::string& what) {
+    return Error(path + ": " + what + "; give a results.json that `moebench sweep` or `moebench merge` wrote");
+  };
+  if (j.contains("meta") && !j["meta"].is_object()) throw bad("meta is not an object");
+  for (std::size_t i = 0; i < j["records"].size(); ++i) {
+    const json& r = j["records"][i];
+    const std::string rec = "record " + std::to_string(i);
+    if (!r.is_object()) throw bad(rec + " is not an object");
+    for (const char* k : {"kernel", "family", "problem_key", "config_key", "status"})
+      if (r.contains(k) && !r[k].is_string()) throw bad(rec + ": " + k + " is " + r[k].dump() + ", not a string");
+    if (r.contains("tokens") && !r["tokens"].is_number_integer()) throw bad(rec + ": tokens is not an integer");
+    if (r.contains("stats")) {
+      if (!r["stats"].is_object()) throw bad(rec + ": stats is not an object");
+      for (auto& [k, v] : r["stats"].items())
+        if (!v.is_number() && !v.is_null()) throw bad(rec + ": stats." + k + " is " + v.dump() + ", not a number");
+    }
+  }
+  return j;
+}
+
+static std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string r = "\"";
+  for (char c : s) r += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return r + "\"";
+}
+
+std::string results_csv(const json& results) {
+  std::ostringstream os;
+  os.precision(9);
+  os << "kernel,backend,problem,tokens,config,is_default,status,n,min_us,q1_us,median_us,q3_us,max_us,mean_us,stdev_us,"
+        "noise,gbps,tflops,pct_peak,early_stop,error\n";
+  for (auto& r : results["records"]) {
+    const json& s = r.value("stats", json::object());
+    auto num = [&](const json& j, const char* k) {
+      std::ostringstream o;
+      o.precision(9);
+      if (j.contains(k) && j[k].is_number()) o << j[k].get<double>();
+      return o.str();
+    };
+    os << csv_field(r.value("kernel", "")) << ',' << csv_field(r.value("backend", "")) << ','
+       << csv_field(r.value("problem_key", "")) << ',' << r.value("tokens", 0) << ','
+       << csv_field(r.value("config_key", "")) << ',' << (r.value("is_default", false) ? 1 : 0) << ','
+       << r.value("status", "") << ',' << s.value("n", 0);
+    for (const char* k : {"min_us", "q1_us", "median_us", "q3_us", "max_us", "mean_us", "stdev_us", "noise"})
+      os << ',' << num(s, k);
+    for (const char* k : {"gbps", "tflops", "pct_peak"}) os << ',' << num(r, k);
+    os << ',' << (r.value("early_stop", false) ? 1 : 0) << ',' << csv_field(r.value("error", "")) << '\n';
+  }
+  return os.str();
+}
+
+}  // namespace moe::tuner

@@ -1,0 +1,97 @@
+#include "tuner/store/tables.hpp"
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "io/regular_file.hpp"
+#include "moe/error.hpp"
+#include "runtime/build_id.hpp"
+#include "runtime/table.hpp"
+#include "tuner/base/file_lock.hpp"
+#include "tuner/store/results.hpp"
+#include "tuner/base/units.hpp"
+
+namespace moe::tuner {
+
+namespace {
+
+// The existing table's entries, when the file is a table; a file that is not is replaced.
+nlohmann::ordered_json existing_entries(const std::string& path) {
+  if (const std::string why = io::not_a_regular_file(path); !why.empty())
+    throw Error("cannot write config table " + path + ": it " + why + "; remove it or give another --tables");
+  std::ifstream in(path);
+  if (!in) return nlohmann::ordered_json::object();
+  try {
+    auto j = nlohmann::ordered_json::parse(in);
+    if (j.value("schema", "") == runtime::kTableSchema && j.contains("entries") && j["entries"].is_object())
+      return j["entries"];
+  } catch (const std::exception&) {
+  }
+  return nlohmann::ordered_json::object();
+}
+
+}  // namespace
+
+std::vector<std::string> write_tables(const json& results, const std::string& dir) {
+  const json& meta = results.value("meta", json::object());
+  const std::string slug = meta.value("device_slug", "unknown");
+  std::map<std::string, std::vector<const json*>> groups;  // kernel + problem key -> points
+  std::map<std::string, const json*> problem_of;
+  for (auto& r : results["records"]) problem_of[r.value("kernel", "") + "\n" + r.value("problem_key", "")] = &r;
+  for (auto& p : results["points"])
+    if (p.contains("chosen")) groups[p.value("kernel", "") + "\n" + p.value("problem_key", "")].push_back(&p);
+  std::vector<std::string> written;
+  for (auto& [gk, pts] : groups) {
+    const std::string kernel = pts.front()->value("kernel", ""), key = pts.front()->value("problem_key", "");
+    const std::string path = runtime::table_path(dir, slug, kernel, key);
+    // Other sweeps (the shards of a job array) may write this table now: read, merge and replace
+    // it under a lock, so no entry of theirs is lost.
+    const DirLock lock(std::filesystem::path(path).parent_path().string());
+    auto entries = existing_entries(path);
+    for (const json* p : pts) {
+      nlohmann::ordered_json e;
+      e["config"] = (*p)["chosen"]["config"];
+      e["median_us"] = (*p)["chosen"]["median_us"];
+      if (p->contains("speedup_vs_default")) e["speedup_vs_default"] = (*p)["speedup_vs_default"];
+      e["kept_default"] = p->value("kept_default", false);
+      if (p->contains("runner_up"))
+        e["runner_up"] = {{"config", (*p)["runner_up"]["config"]}, {"median_us", (*p)["runner_up"]["median_us"]}};
+      if (p->contains("default")) e["default_median_us"] = (*p)["default"]["median_us"];
+      e["evaluated"] = p->value("evaluated", 0);
+      e["total"] = p->value("total", 0);
+      entries[std::to_string(p->value("tokens", 0))] = e;
+    }
+    // Entries in numeric token order, for people reading the file.
+    std::map<long long, nlohmann::ordered_json> sorted;
+    for (auto& [k, v] : entries.items()) sorted[std::stoll(k)] = v;
+    nlohmann::ordered_json ordered_entries = nlohmann::ordered_json::object();
+    for (auto& [k, v] : sorted) ordered_entries[std::to_string(k)] = v;
+    nlohmann::ordered_json t;
+    t["schema"] = runtime::kTableSchema;
+    t["kernel"] = kernel;
+    t["backend"] = meta.value("backend", "");
+    t["device"] = slug;
+    t["device_name"] = meta.value("device", "");
+    const json* rec = problem_of.count(gk) ? problem_of[gk] : nullptr;
+    t["problem"] = rec ? (*rec)["problem"] : json::object();
+    t["problem_key"] = key;
+    if (pts.front()->contains("default")) t["default_config"] = (*pts.front())["default"]["config"];
+    // What built and ran the tuned kernels: runtime dispatch ignores the table under another build id.
+    t["build"] = {{"id", runtime::family_build_id(kernel)}, {"cuda_runtime", meta.value("cuda_runtime", "")},
+                  {"driver", meta.value("driver", "")}, {"device_name", meta.value("device", "")},
+                  {"sm_count", meta.value("sm_count", 0)}};
+    t["provenance"] = {{"moebench", meta.value("version", "")}, {"git", meta.value("git", "")},
+                       {"command", meta.value("command", "")}, {"written", utc_now()},
+                       {"timer", meta.value("timer", json())}, {"strategy", meta.value("strategy", "")},
+                       {"seed", meta.value("seed", 0)}, {"results", meta.value("results_path", "")}};
+    t["entries"] = ordered_entries;
+    write_text_atomic(path, t.dump(1) + "\n");
+    written.push_back(path);
+  }
+  return written;
+}
+
+}  // namespace moe::tuner
