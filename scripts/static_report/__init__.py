@@ -1,0 +1,18 @@
+"""The static kernel report (scripts/kernel_report.py is its command line), by what each part does:
+
+    tools.py        the NVIDIA tools, the build's CMake cache, reading and writing reports
+    cubins.py       reading the cubins of one object: resources, launch bounds, SASS
+    sass.py         SASS parsed into instructions with their source lines, and its loops
+    configs.py      a kernel's name mapped to its family and the config names the tuner uses
+    occupancy.py    CTAs per SM on H100/H200 from registers, threads and shared memory
+    hot_loops.py    the gmm k-loop and the gather/combine memory loops
+    router_loops.py the router's row loop and its cost per row on each preset's path
+    report.py       every kernel of a build, as one moebench/kernel-report@1 document
+    markdown.py     the report as a markdown table
+    gate.py         the CI gate: a report's regressions against a baseline
+    cli.py          the command line
+
+Python 3 standard library only. docs/kernel-report.md says what every figure means.
+"""
+
+SCHEMA = "moebench/kernel-report@1"

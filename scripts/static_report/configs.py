@@ -1,0 +1,89 @@
+"""Kernels mapped to configs: a kernel's demangled name (and for CUTLASS's kernels, its object)
+gives its family and the config parameters the tuner names (`moebench list`)."""
+import re
+
+
+def template_args(name, template):
+    m = re.search(r"\b" + re.escape(template) + r"<([^<>]*)>\(", name)
+    return [a.strip() for a in m.group(1).split(",")] if m else None
+
+
+def bool_arg(s):
+    return s in ("true", "1")
+
+
+ELEM_BYTES = {"float": 4, "__half": 2, "__nv_bfloat16": 2}
+
+
+def identify(name, static, obj=None):
+    """Family, config parameters fixed by the template arguments (those left out are runtime
+    parameters of the same kernel), the variant, and the launch threads when the template fixes
+    them. None when the kernel is unknown to this script: it is listed as unmapped."""
+    if (t := template_args(name, "gmm_mma_kernel")):
+        bm, bn, bk, wm, wn, st = (int(x) for x in t[:6])
+        cfg = {"block_m": bm, "block_n": bn, "block_k": bk, "warps_m": wm, "warps_n": wn, "stages": st}
+        dyn = next((g["dynamic_smem_bytes"] for g in static.get("gmm_tiles", [])
+                    if all(g[k] == v for k, v in cfg.items())), None)
+        return {"family": "gmm", "kind": "mma", "config": cfg,
+                "variant": {"stage": "up" if bool_arg(t[6]) else "down", "dtype": "bf16" if bool_arg(t[7]) else "f16"},
+                "threads": wm * wn * 32, "dynamic_smem_bytes": dyn}
+    if (t := template_args(name, "gmm_finalize_kernel")):
+        return {"family": "gmm", "kind": "finalize", "config": {"split_k": ">1"},
+                "variant": {"stage": "up" if bool_arg(t[0]) else "down", "dtype": "bf16" if bool_arg(t[1]) else "f16"}}
+    if (t := template_args(name, "router_kernel")):
+        lanes, epl, vec, esize = (int(x) for x in t)
+        return {"family": "router", "kind": "row", "config": {"lanes": lanes, "epl": epl, "vec_bytes": vec * esize},
+                "variant": {"logits": "f32" if esize == 4 else "16-bit"}}
+    if (t := template_args(name, "combine_kernel")):
+        tin, tout, th, n, rms = t
+        return {"family": "combine", "kind": "gather-reduce",
+                "config": {"threads": int(th), "vec": int(n) * ELEM_BYTES.get(tin, 0)},
+                "variant": {"dtype": tin, "out": tout, "epilogue": "rms" if bool_arg(rms) else "none"},
+                "threads": int(th)}
+    for tmpl, order in (("gather_by_token_kernel", "token"), ("gather_kernel", "row")):
+        if (t := template_args(name, tmpl)):
+            th, vb, un = (int(x) for x in t)
+            return {"family": "dispatch", "kind": "gather", "config": {"threads": th, "vec": vb, "unroll": un},
+                    "variant": {"order": order}, "threads": th}
+    for tmpl, aligner in (("align_single_kernel", "single"), ("align_hist_kernel", "multi"),
+                          ("align_scatter_kernel", "multi")):
+        if (t := template_args(name, tmpl)):
+            return {"family": "dispatch", "kind": "align", "config": {"aligner": aligner, "align_threads": int(t[0])},
+                    "variant": {"step": tmpl.split("_")[1]}, "threads": int(t[0])}
+    if re.search(r"align_scan_kernel\(", name):
+        return {"family": "dispatch", "kind": "align", "config": {"aligner": "multi"}, "variant": {"step": "scan"}}
+    # CUTLASS's kernels carry no moebench template, and their names are too deep for c++filt.
+    # Each wgmma instantiation is alone in its translation unit, named after its config
+    # (wgmma_gemm_<BM>x<BN>x<BK>_<schedule>[_c<CM>x<CN>].cu): the object names the config.
+    if "cutlass" in name and (m := re.search(r"wgmma_gemm_(\d+)x(\d+)x(\d+)_(coop|pingpong)(?:_c(\d+)x\d+)?\.cu",
+                                              obj or "")):
+        cfg = {"kernel": "wgmma", "block_m": int(m[1]), "block_n": int(m[2]), "block_k": int(m[3]),
+               "cluster_m": int(m[5] or 1), "schedule": "pingpong" if m[4] == "pingpong" else "cooperative"}
+        dyn = next((w["dynamic_smem_bytes"] for w in static.get("wgmma_tiles", [])
+                    if all(w[k] == v for k, v in cfg.items() if k != "kernel")), None)
+        bf, hf = name.find("bfloat16_t"), name.find("half_t")  # element A comes first
+        dtype = "bf16" if bf != -1 and (hf == -1 or bf < hf) else "f16"
+        return {"family": "gmm", "kind": "wgmma", "config": cfg, "variant": {"dtype": dtype},
+                "dynamic_smem_bytes": dyn, "dynamic_smem_unknown": dyn is None}
+    # The wgmma path's own small kernels serve every wgmma config.
+    if re.search(r"wgmma_setup_kernel\(", name):
+        return {"family": "gmm", "kind": "wgmma-setup", "config": {"kernel": "wgmma"}, "variant": {}}
+    if (t := template_args(name, "wgmma_silu_kernel")):
+        return {"family": "gmm", "kind": "wgmma-silu", "config": {"kernel": "wgmma"},
+                "variant": {"dtype": "bf16" if bool_arg(t[0]) else "f16"}}
+    if "moe::gmm" in name or "cutlass" in name:
+        return {"family": "gmm", "kind": "wgmma" if "cutlass" in name else "other", "config": None,
+                "variant": {}, "dynamic_smem_unknown": True}
+    return None
+
+
+def matches(ident, path):
+    """Whether a router kernel is the instantiation of a config the C++ space offers."""
+    c, esize = ident["config"], 4 if ident["variant"]["logits"] == "f32" else 2
+    return (c["lanes"], c["epl"], c["vec_bytes"], esize) == \
+        (path["lanes"], path["epl"], path["vec_bytes"], path["logits_bytes"])
+
+
+
+def config_str(c):
+    return ",".join(f"{k}={v}" for k, v in c.items()) if c else "(unmapped)"

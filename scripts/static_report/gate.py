@@ -1,0 +1,63 @@
+"""The CI gate: the regressions of a report against a baseline (docs/kernel-report.md, "The gate")."""
+from . import SCHEMA
+from .configs import config_str
+from .occupancy import occupancy_of
+from .tools import fail
+
+# Gate thresholds (docs/kernel-report.md).
+LOOP_GROWTH = 0.05
+
+
+def check(base, new):
+    """Regressions of `new` against `base`, one line each. New kernels are fine; vanished ones are
+    noted (a renamed or retired instantiation), never a failure."""
+    if base.get("schema") != SCHEMA or new.get("schema") != SCHEMA:
+        fail(f"both reports must be {SCHEMA}")
+    bad, notes = [], []
+    old = {(k["name"], k["arch"]): k for k in base["kernels"]}
+    seen = set()
+    for k in new["kernels"]:
+        key = (k["name"], k["arch"])
+        seen.add(key)
+        b = old.get(key)
+        if b is None:
+            continue
+        who = f"{k['family'] or '?'} {config_str(k['config'])} {' '.join(map(str, k['variant'].values()))} ({k['name']})"
+        for field, what in (("spill_stores", "spill stores"), ("spill_loads", "spill loads"), ("stack_bytes", "stack bytes"),
+                            ("local_bytes", "local memory bytes")):
+            if b[field] == 0 and k[field] > 0:
+                bad.append(f"{who}: {what} 0 -> {k[field]}")
+        if k["registers"] > b["registers"]:
+            # Recomputed, not read: a report's occupancy follows from its registers, threads, smem.
+            before, after = occupancy_of(b), occupancy_of(k)
+            for dev in after:
+                o, n = before[dev]["ctas_per_sm"], after[dev]["ctas_per_sm"]
+                if n < o:
+                    bad.append(f"{who}: registers {b['registers']} -> {k['registers']} lose an occupancy step on {dev}: "
+                               f"{o} -> {n} CTAs/SM")
+                    break
+        # Per tensor instruction, not per loop trip: unrolling more k-slices into one trip makes
+        # the loop longer and each slice cheaper, and only the second is what the gate guards.
+        bl, nl = b.get("k_loop"), k.get("k_loop")
+        if bl and nl and bl.get("tensor") and nl.get("tensor"):
+            o, n = bl["instructions"] / bl["tensor"], nl["instructions"] / nl["tensor"]
+            if n > o * (1 + LOOP_GROWTH):
+                bad.append(f"{who}: k-loop {o:.3g} -> {n:.3g} instructions per {'/'.join(nl['tensor_ops'])} "
+                           f"({bl['instructions']}/{bl['tensor']} -> {nl['instructions']}/{nl['tensor']}, > +5%)")
+        for p, n in k.get("per_row", {}).items():
+            o = b.get("per_row", {}).get(p)
+            if o and n > o * (1 + LOOP_GROWTH):
+                bad.append(f"{who}: {p} row {o} -> {n} warp-instructions (> +5%)")
+        bm, nm = b.get("memory"), k.get("memory")
+        if bm and nm:
+            for f, what in (("ldg128", "128-bit loads"), ("stg128", "128-bit stores")):
+                if bm[f] > 0 and nm[f] == 0:
+                    bad.append(f"{who}: {what} {bm[f]} -> 0")
+    for key, b in old.items():
+        if key not in seen:
+            notes.append(f"not in the new report (retired or renamed): {b['name']}")
+    for p, b in base.get("router_best", {}).items():
+        n = new.get("router_best", {}).get(p)
+        if n and n["per_row"] > b["per_row"] * (1 + LOOP_GROWTH):
+            bad.append(f"router best for {p}: {b['per_row']} -> {n['per_row']} warp-instructions per row (> +5%)")
+    return bad, notes

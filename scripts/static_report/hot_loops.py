@@ -1,0 +1,67 @@
+"""The hot loops of the gmm, gather and combine kernels, read from their SASS."""
+from .sass import base_op, count, innermost, is_tensor, work
+
+
+def gmm_loop(insns, loops):
+    """k-loop figures: the innermost loop with the most tensor instructions (the consumers' HGMMA
+    loop in a warp-specialized kernel), and the producer's TMA loop when there is one."""
+    tensor_loops = innermost(loops, lambda lp: count(insns, lp[0], lp[1], is_tensor) > 0)
+    if not tensor_loops:
+        return None
+    a, b, _ = max(tensor_loops, key=lambda lp: (count(insns, lp[0], lp[1], is_tensor), -(lp[1] - lp[0])))
+    body = insns[a:b + 1]
+    n = sum(1 for i in body if work(i["op"]))
+    tensor = sum(1 for i in body if is_tensor(i["op"]))
+    ldgsts = sum(1 for i in body if base_op(i["op"]) == "LDGSTS")
+    r = {
+        "instructions": n,
+        "tensor": tensor,
+        "tensor_ops": sorted({base_op(i["op"]) for i in body if is_tensor(i["op"])}),
+        "ldgsts": ldgsts,
+        "utmaldg": sum(1 for i in body if base_op(i["op"]) == "UTMALDG"),
+        "ldsm": sum(1 for i in body if base_op(i["op"]) == "LDSM"),
+        "non_tensor_per_tensor": round((n - tensor) / tensor, 3),
+    }
+    if ldgsts:
+        # The cp.async half: from the loop's head to its last LDGSTS, less the tensor and
+        # ldmatrix work the scheduler interleaves there.
+        last = max(k for k, i in enumerate(body) if base_op(i["op"]) == "LDGSTS")
+        half = [i for i in body[:last + 1] if work(i["op"]) and not is_tensor(i["op"])
+                and base_op(i["op"]) not in ("LDSM", "LDGSTS")]
+        r["non_tensor_per_ldgsts"] = round(len(half) / ldgsts, 3)
+    tma = innermost(loops, lambda lp: count(insns, lp[0], lp[1], lambda op: base_op(op) == "UTMALDG") > 0)
+    if tma:
+        pa, pb, _ = max(tma, key=lambda lp: lp[1] - lp[0])
+        if (pa, pb) != (a, b):
+            r["producer_loop"] = {"instructions": count(insns, pa, pb, work),
+                                  "utmaldg": count(insns, pa, pb, lambda op: base_op(op) == "UTMALDG")}
+    return r
+
+
+def is_load128(op):
+    parts = op.split(".")
+    return parts[0] in ("LDG", "LD") and "128" in parts
+
+
+def is_store128(op):
+    parts = op.split(".")
+    return parts[0] in ("STG", "ST") and "128" in parts
+
+
+def memory_loop(insns, loops):
+    """gather/combine: whether global loads/stores are 128-bit, and the instructions their hot loop
+    (the innermost loop with the most global loads) spends per 128-bit load."""
+    glob = lambda op: base_op(op) in ("LDG", "LD")
+    r = {
+        "ldg": sum(1 for i in insns if glob(i["op"])),
+        "ldg128": sum(1 for i in insns if is_load128(i["op"])),
+        "stg": sum(1 for i in insns if base_op(i["op"]) in ("STG", "ST")),
+        "stg128": sum(1 for i in insns if is_store128(i["op"])),
+    }
+    hot = innermost(loops, lambda lp: count(insns, lp[0], lp[1], glob) > 0)
+    if hot:
+        a, b, _ = max(hot, key=lambda lp: (count(insns, lp[0], lp[1], glob), lp[1] - lp[0]))
+        n, l128 = count(insns, a, b, work), count(insns, a, b, is_load128)
+        r["loop"] = {"instructions": n, "ldg128": l128,
+                     "instructions_per_ldg128": round(n / l128, 3) if l128 else None}
+    return r
