@@ -9,7 +9,7 @@
 
 #include "moe/family.hpp"
 #include "moe/params.hpp"
-#include "router/cuda_row.hpp"
+#include "router/cuda_row_args.hpp"
 #include "router/spec.hpp"
 
 namespace moe::router {

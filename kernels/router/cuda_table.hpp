@@ -2,7 +2,7 @@
 // The table of compiled router kernels, filled by the four instantiation files.
 #include <cuda_runtime_api.h>
 
-#include "router/cuda_row.hpp"
+#include "router/cuda_row_args.hpp"
 
 namespace moe::router {
 
