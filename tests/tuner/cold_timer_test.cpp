@@ -42,16 +42,21 @@ struct FakeCupti : KernelActivity {
   std::size_t dropped() override { return lost; }
 };
 
+// Only the sample count ends a run: no noise target, time floor or early stop.
 StopRule rule_of(int min_samples) {
-  StopRule r;
-  r.min_samples = min_samples;
-  r.max_samples = 1000;
-  r.min_time_s = 0;
-  r.max_noise = std::numeric_limits<double>::infinity();
-  r.max_time_s = 5;
-  r.early_stop_ratio = 0;
-  return r;
+  return StopRule{min_samples, 1000, std::numeric_limits<double>::infinity(), 0, 5, 0};
 }
+
+// A cold timer on a fake CUPTI that hands over `per_flush` records per flush, for a config
+// whose call launches two kernels.
+struct Rig {
+  FakeCupti f;
+  ColdTimer t{&f, ""};
+  explicit Rig(int per_flush) {
+    f.per_flush = per_flush;
+    t.set_config(2);
+  }
+};
 
 }  // namespace
 
@@ -83,10 +88,9 @@ TEST(ColdTimer, MoreKernelsThanTheCallLaunchedIsNoCuptiTime) {
 }
 
 TEST(ColdTimer, ShortRoundSwitchesTheConfigToEventsAndTagsEverySample) {
-  FakeCupti f;
-  f.per_flush = 2;
-  ColdTimer t(&f, "");
-  t.set_config(2);
+  Rig rig(2);
+  FakeCupti& f = rig.f;
+  ColdTimer& t = rig.t;
   moe::Rng rng(11);
   f.pending = {1.25, 2.5};
   const double ev1 = 9 + rng.uniform();
@@ -110,17 +114,14 @@ TEST(ColdTimer, ShortRoundSwitchesTheConfigToEventsAndTagsEverySample) {
 TEST(ColdTimer, AShortCuptiRoundNeverLandsInACuptiStatistic) {
   // CUPTI is whole for the first five samples, then loses a record: the measurement restarts
   // on events, and none of the CUPTI samples (all below 5 us) stays in it.
-  FakeCupti f;
-  f.per_flush = 3;
-  ColdTimer t(&f, "");
-  t.set_config(2);
+  Rig rig(3);
   moe::Rng rng(5);
   int n = 0;
   const TimedRun run = sample_one_timer(
       [&] {
-        if (n++ < 5) f.pending = {1 + rng.uniform(), 2 + rng.uniform()};
-        else f.pending = {1 + rng.uniform()};
-        return t.sample([&] { return 20 + rng.uniform(); });
+        if (n++ < 5) rig.f.pending = {1 + rng.uniform(), 2 + rng.uniform()};
+        else rig.f.pending = {1 + rng.uniform()};
+        return rig.t.sample([&] { return 20 + rng.uniform(); });
       },
       rule_of(10), 0);
   EXPECT_EQ(run.timer, "events");
