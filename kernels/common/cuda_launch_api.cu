@@ -7,6 +7,8 @@
 
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
+#include "moe/error.hpp"
+#include "runtime/current_device.hpp"
 
 namespace moe {
 
@@ -68,6 +70,14 @@ constexpr std::size_t kDefaultSmem = 48 * 1024;
 }  // namespace
 
 int launch_device() { return calls.load()->current_device(); }
+
+void require_current_device(int expected, const std::string& what) {
+  const int current = launch_device();
+  if (current != expected)
+    throw Error(what + " was made for CUDA device " + std::to_string(expected) + " but device " +
+                std::to_string(current) + " is current: call cudaSetDevice(" + std::to_string(expected) +
+                ") before running it, or make one per device");
+}
 
 int cached_sm_count(int device) {
   Cache& c = cache();

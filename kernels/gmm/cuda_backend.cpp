@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gmm/alignment.hpp"
 #include "gmm/cuda_configs.hpp"
 #include "gmm/detail.hpp"
 #include "gmm/wgmma_configs.hpp"
@@ -162,6 +163,13 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
                   " bytes of workspace for " + std::to_string(R) + " rows, got " + std::to_string(ws_bytes));
     a.partial = static_cast<float*>(workspace);
   }
+  // What the kernels' accesses assume, checked before anything is launched.
+  require_aligned(a.act, 16, "cuda", s.act_name(), "cp.async copies 16 bytes");
+  require_aligned(a.weight, 16, "cuda", s.weight_name(), "cp.async copies 16 bytes");
+  require_aligned(a.offsets, 4, "cuda", "offsets", "read as int32");
+  if (a.row_weight) require_aligned(a.row_weight, 4, "cuda", "row_weight", "read as fp32");
+  require_aligned(a.out, 4, "cuda", s.out_name(), "two 16-bit values are stored as one 32-bit word");
+  if (a.partial) require_aligned(a.partial, 8, "cuda", "the split-K workspace", "partials are float2");
   for (const PlannedLaunch& l : planned->launches) launch_planned(l, a, stream);
 }
 

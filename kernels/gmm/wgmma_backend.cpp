@@ -8,6 +8,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "gmm/alignment.hpp"
 #include "gmm/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
@@ -139,17 +140,17 @@ struct ResolvedPlan {
 namespace {
 
 std::mutex plans_mutex;
-std::map<PlanKey, ResolvedPlan>& plans() {
-  static std::map<PlanKey, ResolvedPlan> m;
+std::map<PlanKey, std::shared_ptr<const ResolvedPlan>>& plans() {
+  static std::map<PlanKey, std::shared_ptr<const ResolvedPlan>> m;
   return m;
 }
 
-void check_aligned(const void* p, const char* name) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
-    throw Error(std::string("gmm wgmma: ") + name +
-                " is not 16-byte aligned (TMA reads whole 16-byte rows): pass a tensor that starts on a 16-byte "
-                "boundary, or use kernel=mma");
+void check_aligned(const void* p, const std::string& name) {
+  require_aligned(p, 16, "wgmma", name, "TMA reads whole 16-byte rows", ", or use kernel=mma");
 }
+
+// CUTLASS keeps its CUtensorMap copies in the workspace, and a tensor map must sit on 128 bytes.
+constexpr std::size_t kWorkspaceAlign = 128;
 
 }  // namespace
 
@@ -181,10 +182,12 @@ std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& 
 
 // Once per config and workspace: the device's facts, the layout, CUTLASS's checks, params and
 // shared-memory attribute. Later calls find the plan here (or in their launch slot).
-static const ResolvedPlan* resolve(const GmmSpec& s, const Config& c, void* workspace, std::size_t ws_bytes) {
+static std::shared_ptr<const ResolvedPlan> resolve(const GmmSpec& s, const Config& c, void* workspace, std::size_t ws_bytes) {
   const std::string why = invalid_reason(s, c, DeviceInfo{});
   if (!why.empty()) throw Error("gmm cuda: " + why);
   const Entry& e = *find(c.shape);
+  // Before asking the device anything: a misaligned workspace is the caller's mistake on any device.
+  require_aligned(workspace, kWorkspaceAlign, "wgmma", "the workspace", "CUTLASS keeps 128-byte tensor maps in it");
   int device = 0;
   cuda_check(cudaGetDevice(&device), "cudaGetDevice");
   const PlanKey key{c.shape.bm,  c.shape.bn, c.shape.bk,  c.shape.cluster_m, c.shape.cluster_n,
@@ -203,12 +206,12 @@ static const ResolvedPlan* resolve(const GmmSpec& s, const Config& c, void* work
                     std::to_string(cc_major) + std::to_string(cc_minor) + ": use kernel=mma");
       if (sms > kMaxSms) throw Error("gmm cuda: kernel=wgmma supports at most " + std::to_string(kMaxSms) + " SMs");
       // The workspace is sized for the most rows the problem can have (workspace_bytes).
-      ResolvedPlan p;
+      auto made = std::make_shared<ResolvedPlan>();
+      ResolvedPlan& p = *made;
       p.layout = layout(s, e, s.max_rows(), kMaxSms);
       if (!workspace || ws_bytes < p.layout.total)
         throw Error("gmm cuda: kernel=wgmma needs " + std::to_string(p.layout.total) + " bytes of workspace, got " +
                     std::to_string(ws_bytes));
-      check_aligned(workspace, "the workspace");
       PlanArgs pa;
       pa.experts = static_cast<int>(s.e_local());
       pa.n = static_cast<int>(s.n_w());
@@ -219,10 +222,17 @@ static const ResolvedPlan* resolve(const GmmSpec& s, const Config& c, void* work
       pa.sm_count = sms;
       pa.device = device;
       p.gemm = e.get(s.dtype)(pa);
-      it = plans().emplace(key, std::move(p)).first;
+      // Dropped plans stay alive in the launch slots that hold them.
+      if (plans().size() >= kMaxPlans) plans().clear();
+      it = plans().emplace(key, std::move(made)).first;
     }
-    return &it->second;
+    return it->second;
   }
+}
+
+std::size_t cached_plans() {
+  std::lock_guard<std::mutex> lock(plans_mutex);
+  return plans().size();
 }
 
 std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, std::int64_t rows) {
@@ -237,9 +247,14 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
   const TensorRef& act = need(in, s.act_name());
   const std::int64_t R = act.shape.at(0);
   if (R == 0 || s.e_local() == 0) return;
-  const ResolvedPlan* plan = slot && slot->workspace == workspace ? slot->resolved : nullptr;
-  if (!plan) plan = resolve(s, c, workspace, ws_bytes);
-  if (slot) slot->resolved = plan, slot->workspace = workspace;
+  // A planned call reads its plan through the slot: no lookup, no reference-count traffic.
+  std::shared_ptr<const ResolvedPlan> own;
+  const ResolvedPlan* plan = slot && slot->workspace == workspace ? slot->resolved.get() : nullptr;
+  if (!plan) {
+    own = resolve(s, c, workspace, ws_bytes);
+    plan = own.get();
+    if (slot) slot->resolved = own, slot->workspace = workspace;
+  }
   if (R > s.max_rows())
     throw Error("gmm cuda: " + std::to_string(R) + " rows are more than the " + std::to_string(s.max_rows()) +
                 " the problem's tokens can route (the workspace is sized for those): raise --tokens");

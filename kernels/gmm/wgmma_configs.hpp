@@ -118,7 +118,7 @@ std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& 
 // keeps it, so every later call on that workspace goes straight to the launches.
 struct ResolvedPlan;
 struct LaunchSlot : LaunchPlan {
-  mutable const ResolvedPlan* resolved = nullptr;
+  mutable std::shared_ptr<const ResolvedPlan> resolved;  // kept alive here when the cache drops it
   mutable const void* workspace = nullptr;
 };
 std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, std::int64_t rows);
@@ -127,5 +127,9 @@ std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, std::int64_t row
 // (+ silu for up) on `stream`.
 void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out, void* workspace,
          std::size_t workspace_bytes, void* stream, const LaunchSlot* slot = nullptr);
+// Plans in the process cache, which holds at most kMaxPlans: a plan is made per workspace
+// pointer, and an engine that allocates workspaces per call must not grow it without end.
+inline constexpr std::size_t kMaxPlans = 64;
+std::size_t cached_plans();
 
 }  // namespace moe::gmm::wgmma

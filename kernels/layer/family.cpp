@@ -58,39 +58,74 @@ std::size_t round_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign;
 // so a call does not query device properties (or read /proc/cpuinfo) each time.
 int ordinal_of(Backend b) { return b == Backend::cuda ? cuda_current_device() : 0; }
 
+// The layer's inputs and its intermediates, carved from the workspace at `base` (null when
+// planning: only shapes count then); `used` gets the bytes they take.
+RefMap layer_refs(const Params& L, const RefMap& in, std::byte* base, std::size_t* used) {
+  RefMap all = in;
+  std::size_t at = 0;
+  for (const TensorSpec& s : intermediates(L)) {
+    TensorRef r{base ? base + at : nullptr, s.dtype, s.shape};
+    at += round_up(r.nbytes());
+    all[s.name] = r;
+  }
+  *used = at;
+  return all;
+}
+
+RefMap stage_inputs(const Stage& s, const RefMap& all) {
+  RefMap si;
+  for (auto& spec : family(s.family).input_specs(s.problem)) si[spec.name] = need(all, spec.name);
+  return si;
+}
+
+}  // namespace
+
+std::shared_ptr<const LayerPlan> plan_layer(Backend b, const Params& L, std::shared_ptr<const ResolvedLayer> resolved,
+                                            const RefMap& in) {
+  auto p = std::make_shared<LayerPlan>();
+  std::size_t used = 0;
+  const RefMap all = layer_refs(L, in, nullptr, &used);
+  for (std::size_t i = 0; i < resolved->stages.size(); ++i) {
+    const Stage& s = resolved->stages[i];
+    const BackendImpl& impl = family(s.family).need_backend(b);
+    p->stages.push_back(impl.plan ? impl.plan(s.problem, resolved->choices[i].config, stage_inputs(s, all)) : nullptr);
+  }
+  p->kernels = kUnknownKernels;
+  p->resolved = std::move(resolved);
+  return p;
+}
+
+namespace {
+
 // Runs the five stages through their families' backends, intermediates carved from the workspace.
+// With a LayerPlan a call only launches: no table, device or launch-shape question is asked.
 void run_layer(Backend b, const Params& L, const Params& config, const RefMap& in, const RefMap& out,
                const LaunchContext& ctx) {
-  const auto resolved = cached_resolved_layer(b, L, config, ordinal_of(b), b == Backend::cpu ? ctx.threads : 0);
-  auto* base = static_cast<std::byte*>(ctx.workspace);
+  const auto* planned = dynamic_cast<const LayerPlan*>(ctx.plan);
+  const auto resolved = planned ? planned->resolved
+                                : cached_resolved_layer(b, L, config, ordinal_of(b), b == Backend::cpu ? ctx.threads : 0);
   std::size_t used = 0;
-  RefMap mid;
-  for (const TensorSpec& s : intermediates(L)) {
-    TensorRef r{base + used, s.dtype, s.shape};
-    used += round_up(r.nbytes());
-    mid[s.name] = r;
-  }
+  RefMap all = layer_refs(L, in, static_cast<std::byte*>(ctx.workspace), &used);
   LaunchContext stage_ctx = ctx;
-  stage_ctx.workspace = base + used;
+  stage_ctx.workspace = static_cast<std::byte*>(ctx.workspace) + used;
   stage_ctx.workspace_bytes = ctx.workspace_bytes > used ? ctx.workspace_bytes - used : 0;
   auto pick = [](const RefMap& m, std::initializer_list<const char*> names) {
     RefMap r;
     for (const char* n : names) r[n] = need(m, n);
     return r;
   };
-  RefMap all = mid;
-  for (auto& [k, v] : in) all[k] = v;
   all["out"] = need(out, "out");
   for (std::size_t i = 0; i < resolved->stages.size(); ++i) {
     const Stage& s = resolved->stages[i];
     const FamilyDesc& f = family(s.family);
-    RefMap si, so;
-    for (auto& spec : f.input_specs(s.problem)) si[spec.name] = need(all, spec.name);
+    const RefMap si = stage_inputs(s, all);
+    RefMap so;
     if (s.name == "router") so = pick(all, {"weights", "ids"});
     else if (s.name == "dispatch") so = pick(all, {"offsets", "src", "dst", "x_sorted"});
     else if (s.name == "gmm_up") so = pick(all, {"h"});
     else if (s.name == "gmm_down") so = pick(all, {"y_sorted"});
     else so = pick(all, {"out"});
+    stage_ctx.plan = planned ? planned->stages[i].get() : nullptr;
     f.need_backend(b).run(s.problem, resolved->choices[i].config, si, so, stage_ctx);
   }
 }
@@ -127,6 +162,9 @@ BackendImpl layer_backend(Backend b) {
   };
   impl.run = [b](const Params& L, const Params& c, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
     run_layer(b, L, c, in, out, ctx);
+  };
+  impl.plan = [b](const Params& L, const Params& c, const RefMap& in) -> std::shared_ptr<const LaunchPlan> {
+    return plan_layer(b, L, cached_resolved_layer(b, L, c, ordinal_of(b), 0), in);
   };
   impl.pin_config = [b](const Params& L, const Params& c, const DeviceInfo& dev, const std::vector<std::string>& dirs,
                         bool quiet) {

@@ -4,6 +4,7 @@
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "moe/moe.hpp"
+#include "runtime/current_device.hpp"
 #include "runtime/lookup.hpp"
 #include "runtime/table.hpp"
 
@@ -136,6 +137,10 @@ std::size_t Kernel::workspace_bytes(std::int64_t tokens) const {
 
 void Kernel::run(std::int64_t tokens, const RefMap& in, const RefMap& out, void* stream, void* workspace,
                  std::size_t ws_bytes) const {
+  // The configs were chosen for the device given at construction: launching on another would
+  // run them (and allocate nothing) on whatever device the thread has current.
+  if (impl_->backend->backend == Backend::cuda)
+    require_current_device(impl_->dev.ordinal, "moe::Kernel(\"" + impl_->family->name + "\")");
   Params q = impl_->problem;
   q.set("tokens", tokens);
   const Params& c = config(tokens);

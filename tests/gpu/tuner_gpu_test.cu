@@ -145,7 +145,7 @@ Params config(std::int64_t block, const char* behave) {
 
 double median_of(CudaBench& b, int n) {
   std::vector<double> v;
-  for (int i = 0; i < n; ++i) v.push_back(b.sample_us());
+  for (int i = 0; i < n; ++i) v.push_back(b.sample().us);
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }

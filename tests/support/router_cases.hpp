@@ -104,6 +104,9 @@ inline std::vector<Case> edges() {
       {"e256_nonfinite_groups", problem(256, 8, 1, 8, 4, "softmax", 1, 1, 2.5), "nonfinite"},
       {"e384_nonfinite", problem(384, 8, 1, 1, 1, "softmax", 0, 0, 1.0), "nonfinite"},
       {"e1000_nonfinite", problem(1000, 16, 0, 1, 1, "softmax", 1), "nonfinite"},
+      // Group scores are fp32 sums (DESIGN 1.1 rule 4): groups 0 and 1 tie there, so group 0 is
+      // kept and expert 0 chosen; summed in double, group 1 would win.
+      {"e8_fp32_group_sum", problem(8, 1, 0, 4, 1, "sigmoid", 1), "group_sum"},
   };
 }
 
@@ -122,6 +125,8 @@ inline double nonfinite_logit(int mode, moe::Rng& rng) {
 }
 
 // Inputs for the non-random data kinds (empty map: the family generates random inputs).
+//  group_sum: every logit -inf (sigmoid scores 0, so c is the bias) and the bias
+//    {1, 0, 1, 2^-26, 0, ...}: groups of two whose fp32 sums tie and whose exact sums do not.
 //  ties: logits in {-1,-0.5,0,0.5,1} and bias in {0, 0.25}: many exact ties of experts and groups.
 //  nan: a third of the rows all NaN, a third with a few NaN logits.
 //  specials: +-inf, NaN and huge logits sprinkled in; NaN and +-inf in the bias.
@@ -151,6 +156,7 @@ inline moe::TensorMap inputs(const Params& problem, const std::string& data, std
         else if (r == 3) v = 60000.0;
       }
       if (data == "nonfinite") v = nonfinite_logit(static_cast<int>(t % 6), rng);
+      if (data == "group_sum") v = -inf;
       logits.set(t * E + e, v);
     }
     // Rows that promise a +inf get one at a random expert.
@@ -166,6 +172,7 @@ inline moe::TensorMap inputs(const Params& problem, const std::string& data, std
         const auto r = rng.below(12);
         v = r == 0 ? nan : r == 1 ? -inf : r == 2 ? inf : v;
       }
+      if (data == "group_sum") v = e == 0 || e == 2 ? 1.0 : e == 3 ? std::ldexp(1.0, -26) : 0.0;
       b.set(e, v);
     }
     m.emplace("bias", std::move(b));

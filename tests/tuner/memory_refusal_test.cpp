@@ -136,3 +136,28 @@ TEST(MemoryRefusal, KimiK2LayerAt32kTokensFitsOneCopyOnAnH100) {
   EXPECT_NE(m.find("moe-layer at "), std::string::npos) << m;
   EXPECT_NE(m.find("gmm_up w13"), std::string::npos) << m;
 }
+
+TEST(MemoryRefusal, DeviceCountsTheDefaultConfigsWorkspace) {
+  DeviceInfo h100;
+  h100.backend = Backend::cuda;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  FamilyDesc g = family("gmm");
+  Params p = moe::testing::gmm_preset("deepseek-v3");
+  p.set("tokens", std::int64_t{4096});
+  p.set("expert_end", std::int64_t{32});
+  p = complete(g.problem_params, p, "gmm");
+  const Footprint fp = g.footprint(p);
+  double one_copy = fp.outputs;
+  for (auto& [n, b] : fp.inputs) one_copy += b;
+  const double free = one_copy + 0.5e9 + 0.05e9;  // the headroom and 50 MB to spare
+  // The default (split_k=1 mma) needs no workspace: it fits.
+  EXPECT_EQ(refusal([&] { tuner::check_device_fits(g, p, h100, 0, "", free); }), "");
+  // A default with split-K partials (8 x rows x 2I fp32: gigabytes) does not.
+  for (BackendImpl& b : g.backends)
+    if (b.backend == Backend::cuda)
+      b.default_config = [def = b.default_config](const Params& q, const DeviceInfo& d) {
+        return Params(def(q, d)).set("split_k", std::int64_t{8});
+      };
+  const std::string m = refusal([&] { tuner::check_device_fits(g, p, h100, 0, "", free); });
+  EXPECT_NE(m.find("the default config's workspace"), std::string::npos) << m;
+}

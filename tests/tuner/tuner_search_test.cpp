@@ -15,6 +15,7 @@ namespace {
 struct Synthetic : Evaluator {
   std::map<std::string, double> truth;
   std::map<std::string, std::string> status;  // forced non-ok statuses
+  std::map<std::string, std::string> timer;   // the timer of a candidate's samples ("" by default)
   double noise = 0.02;
   moe::Rng rng{42};
   int calls = 0, interrupt_after = -1;
@@ -35,6 +36,7 @@ struct Synthetic : Evaluator {
     c.stats = summarize(c.samples_us);
     c.early_stop = c.early_stop || r.reason == StopReason::early_stop;
     c.status = "ok";
+    if (timer.count(c.key)) c.timer = timer[c.key];
   }
   bool interrupted() const override { return interrupt_after >= 0 && calls >= interrupt_after; }
 };
@@ -220,4 +222,39 @@ TEST(TunerSearch, ParsesStrategies) {
   EXPECT_EQ(parse_strategy("random"), Strategy::random);
   EXPECT_EQ(parse_strategy("exhaustive"), Strategy::exhaustive);
   EXPECT_THROW(parse_strategy("greedy"), moe::Error);
+}
+
+TEST(TunerSearch, RanksOnlyLikeTimedCandidatesAndSaysWhich) {
+  // c1 looks fastest, but its samples are event times while the point's others are CUPTI
+  // kernel times: not comparable, it is left out of the ranking (and of the incumbent).
+  for (Strategy st : {Strategy::exhaustive, Strategy::halving}) {
+    Synthetic s;
+    s.noise = 0.002;
+    auto c = make(s, {100, 60, 90, 120, 130}, 0);
+    for (auto& x : c) s.timer[x.key] = "cupti";
+    s.timer["c1"] = "events";
+    SearchOptions o;
+    o.strategy = st;
+    o.rule = fast_rule();
+    const SearchResult r = search(c, o, s);
+    EXPECT_EQ(r.winner, 2) << strategy_name(st);
+    EXPECT_NE(r.runner_up, 1) << strategy_name(st);
+    EXPECT_EQ(r.timer, "cupti");
+    EXPECT_EQ(r.unranked, 1);
+  }
+}
+
+TEST(TunerSearch, RankingTimerIsTheOneMostCandidatesShare) {
+  Synthetic s;
+  s.noise = 0.002;
+  auto c = make(s, {100, 80, 90, 50}, 0);
+  s.timer = {{"c0", "cupti"}, {"c1", "events"}, {"c2", "events"}, {"c3", "cupti"}};
+  s.timer["c0"] = "events";  // three events-timed, one CUPTI-timed
+  SearchOptions o;
+  o.strategy = Strategy::exhaustive;
+  o.rule = fast_rule();
+  const SearchResult r = search(c, o, s);
+  EXPECT_EQ(r.timer, "events");
+  EXPECT_EQ(r.winner, 1);
+  EXPECT_EQ(r.unranked, 1);
 }

@@ -288,3 +288,27 @@ TEST(TunerTables, TablesDirIsCheckedBeforeSweeping) {
   if (env) ::setenv("MOEBENCH_CONFIG_DIR", saved.c_str(), 1);
   fs::remove_all(d);
 }
+
+TEST(TunerTables, ARestartedRecordKeepsOnlyItsOwnTimersSamples) {
+  // Tokens 1: the default's round 0 was event-timed (~100 us), its round 1 restarted on CUPTI
+  // (~60 us). The record's statistic is the CUPTI samples alone, and its timer says so.
+  JournalContents j = journal({{1, {100, 70, 130}}});
+  json again = j.lines[1];  // the default's eval line
+  ASSERT_EQ(again.value("config_key", ""), "tile=16");
+  j.lines[1]["timer"] = "events";
+  again["round"] = 1;
+  again["timer"] = "cupti";
+  again["restarted"] = true;
+  again["samples_us"] = around(60, 0.002);
+  j.lines.insert(j.lines.begin() + 4, again);
+  const json r = build_results(j, meta());
+  for (const json& rec : r["records"]) {
+    if (rec.value("config_key", "") != "tile=16") continue;
+    EXPECT_EQ(rec.value("timer", ""), "cupti");
+    EXPECT_NEAR(rec["stats"]["median_us"].get<double>(), 60, 0.5);
+    EXPECT_EQ(rec["stats"]["n"].get<int>(), static_cast<int>(around(60, 0.002).size()));
+  }
+  // The point's others are steady_clock-timed: the default (now CUPTI) is not compared with them.
+  EXPECT_FALSE(r["points"][0].value("kept_default", true));
+  EXPECT_FALSE(r["points"][0].contains("speedup_vs_default"));
+}

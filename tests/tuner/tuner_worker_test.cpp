@@ -111,3 +111,23 @@ TEST(TunerWorker, AbandonKillsTheWorker) {
   EXPECT_EQ(r.kind, Reply::cancelled);
   EXPECT_FALSE(w.running());
 }
+
+TEST(TunerWorker, PriorSamplesOfAnotherTimerAreRefused) {
+  WorkerProcess w(fork_launch());
+  ASSERT_EQ(w.call(prepare_request(), 30).kind, Reply::ok);
+  // Ten earlier samples of 1e6 us: judged on, they would hold the median far above the truth.
+  const std::vector<double> prior(10, 1e6);
+  json req = measure_request(16, "normal");
+  req["prior_us"] = prior;
+  req["prior_timer"] = "steady_clock";
+  Reply r = w.call(req, 30);
+  ASSERT_EQ(r.kind, Reply::ok);
+  EXPECT_FALSE(r.body.value("restarted", false)) << "a prior of the same timer is kept";
+  req["prior_timer"] = "cupti";
+  r = w.call(req, 30);
+  ASSERT_EQ(r.kind, Reply::ok);
+  EXPECT_EQ(r.body.value("status", ""), "ok") << r.body.dump();
+  EXPECT_TRUE(r.body.value("restarted", false)) << r.body.dump();
+  EXPECT_EQ(r.body.value("timer", ""), "steady_clock");
+  EXPECT_GE(r.body["samples_us"].size(), 5u) << "a restart meets the rule's minimum on its own samples";
+}

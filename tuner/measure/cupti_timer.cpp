@@ -20,6 +20,7 @@ struct Api {
   CUptiResult (*flush_all)(uint32_t) = nullptr;
   CUptiResult (*next_record)(uint8_t*, size_t, CUpti_Activity**) = nullptr;
   CUptiResult (*result_string)(CUptiResult, const char**) = nullptr;
+  CUptiResult (*timestamp)(uint64_t*) = nullptr;  // optional
 };
 
 Api api;
@@ -31,8 +32,10 @@ using KernelRecord = CUpti_ActivityKernel10;
 using KernelRecord = CUpti_ActivityKernel9;
 #endif
 std::mutex mu;
-double collected_us = 0;
-int collected_kernels = 0;
+double sum_us = 0;
+int sum_kernels = 0;
+// Records of kernels that started before begin() (a late warm-up record) are not the sample's.
+uint64_t begin_ts = 0;
 
 constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
 constexpr std::size_t kAlign = 8;
@@ -47,11 +50,16 @@ void CUPTIAPI on_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t v
   CUpti_Activity* rec = nullptr;
   double us = 0;
   int n = 0;
+  uint64_t since = 0;
+  {
+    std::lock_guard lock(mu);
+    since = begin_ts;
+  }
   while (buffer && api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       // start/end sit at the same offsets in every kernel record version since CUDA 9.
       const auto* k = reinterpret_cast<const KernelRecord*>(rec);
-      if (k->end > k->start) {
+      if (k->end > k->start && k->start >= since) {
         us += static_cast<double>(k->end - k->start) * 1e-3;
         ++n;
       }
@@ -59,8 +67,8 @@ void CUPTIAPI on_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t v
   }
   std::free(buffer);
   std::lock_guard lock(mu);
-  collected_us += us;
-  collected_kernels += n;
+  sum_us += us;
+  sum_kernels += n;
 }
 
 template <class F>
@@ -87,6 +95,7 @@ std::string init() {
       !load_sym(lib, "cuptiActivityDisable", api.disable))
     return "libcupti lacks the activity API";
   load_sym(lib, "cuptiActivityGetNumDroppedRecords", api.dropped);
+  load_sym(lib, "cuptiGetTimestamp", api.timestamp);
   auto failed = [](const char* what, CUptiResult r) {
     const char* s = "unknown";
     if (api.result_string) api.result_string(r, &s);
@@ -94,10 +103,10 @@ std::string init() {
   };
   if (CUptiResult r = api.register_callbacks(on_request, on_complete); r != CUPTI_SUCCESS)
     return failed("cuptiActivityRegisterCallbacks", r);
-  // Enabled once here to learn whether it works; off until a bench turns it on.
+  // Enabling is the test of whether it works; it stays on for the first holder (no disable
+  // here: the disable call is the one that can deadlock).
   if (CUptiResult r = api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); r != CUPTI_SUCCESS)
     return failed("cuptiActivityEnable(CONCURRENT_KERNEL)", r);
-  api.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   return "";
 }
 
@@ -111,6 +120,9 @@ CuptiVerdict judge_cupti(int seen, int launched, std::size_t dropped) {
   if (seen < launched)
     return {false, "CUPTI reported " + std::to_string(seen) + " of the " + std::to_string(launched) +
                        " kernels a call launches" + tail};
+  if (launched > 0 && seen > launched)
+    return {false, "CUPTI reported " + std::to_string(seen) + " kernels for a call that launches " +
+                       std::to_string(launched) + tail};
   return {};
 }
 
@@ -126,6 +138,37 @@ const char* const* cupti_library_candidates() {
   return list;
 }
 
+void SharedSwitch::acquire() {
+  std::lock_guard lock(mu_);
+  if (users_++ == 0 && on_) on_();
+}
+
+void SharedSwitch::release() {
+  std::lock_guard lock(mu_);
+  if (users_ == 0) return;
+  if (--users_ == 0 && off_) off_();
+}
+
+int SharedSwitch::users() const {
+  std::lock_guard lock(mu_);
+  return users_;
+}
+
+namespace {
+bool enabled_by_init = true;  // init() left collection on: the first acquire need not enable
+}  // namespace
+
+CuptiKernelTimer::CuptiKernelTimer()
+    : switch_(
+          [] {
+            if (!enabled_by_init) api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+            enabled_by_init = false;
+          },
+          [] {
+            api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // teardown: the device is idle
+            api.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+          }) {}
+
 CuptiKernelTimer* CuptiKernelTimer::get(std::string* why_not) {
   static CuptiKernelTimer instance;
   static CuptiKernelTimer* timer = nullptr;
@@ -139,30 +182,31 @@ CuptiKernelTimer* CuptiKernelTimer::get(std::string* why_not) {
   return timer;
 }
 
-void CuptiKernelTimer::enable() { api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); }
-
-void CuptiKernelTimer::disable() {
-  api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  api.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-}
+void CuptiKernelTimer::acquire() { switch_.acquire(); }
+void CuptiKernelTimer::release() { switch_.release(); }
 
 void CuptiKernelTimer::begin() {
-  api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  api.flush_all(0);
+  uint64_t now = 0;
+  if (api.timestamp) api.timestamp(&now);
   std::lock_guard lock(mu);
-  collected_us = 0;
-  collected_kernels = 0;
+  sum_us = 0;
+  sum_kernels = 0;
+  begin_ts = now;
 }
 
-double CuptiKernelTimer::end(int* kernels, std::size_t* dropped) {
-  api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  if (dropped) {
-    std::size_t n = 0;
-    if (api.dropped && api.dropped(nullptr, 0, &n) == CUPTI_SUCCESS) *dropped = n;
-    else *dropped = 0;
-  }
+void CuptiKernelTimer::flush() { api.flush_all(0); }
+
+double CuptiKernelTimer::collected_us(int* kernels) const {
   std::lock_guard lock(mu);
-  if (kernels) *kernels = collected_kernels;
-  return collected_us;
+  if (kernels) *kernels = sum_kernels;
+  return sum_us;
+}
+
+std::size_t CuptiKernelTimer::dropped() {
+  std::size_t n = 0;
+  if (api.dropped && api.dropped(nullptr, 0, &n) == CUPTI_SUCCESS) return n;
+  return 0;
 }
 
 }  // namespace moe::tuner

@@ -3,29 +3,50 @@
 // call launched, without the launch overhead events include. libcupti is loaded with dlopen,
 // so a machine without it still runs, timing with CUDA events and saying so in the meta.
 #include <cstddef>
+#include <functional>
+#include <mutex>
 #include <string>
+
+#include "tuner/measure/cold_timer.hpp"
 
 namespace moe::tuner {
 
-class CuptiKernelTimer {
+// An on/off switch shared by several users: on at the first acquire, off at the last release,
+// never per user. `off` is given the chance to make the device idle first.
+class SharedSwitch {
+ public:
+  SharedSwitch(std::function<void()> on, std::function<void()> off) : on_(std::move(on)), off_(std::move(off)) {}
+  void acquire();
+  void release();  // an unbalanced release is ignored
+  int users() const;
+
+ private:
+  std::function<void()> on_, off_;
+  mutable std::mutex mu_;
+  int users_ = 0;
+};
+
+class CuptiKernelTimer : public KernelActivity {
  public:
   // The process's timer (CUPTI activity collection is process-wide), or nullptr with the
   // reason in `why_not` when libcupti cannot be loaded or refuses to collect.
   static CuptiKernelTimer* get(std::string* why_not);
 
-  // Kernel activity is collected only between enable() and disable() (a bench's lifetime):
-  // it slows every launch of the process while on.
-  void enable();
-  void disable();
-  // Discards what was collected so far; call with the device idle.
-  void begin();
-  // Call after synchronising: the summed duration (us) of the kernels since begin(), their
-  // count in `kernels` and the records CUPTI says it dropped in `dropped`. A caller that knows
-  // how many kernels it launched falls back to events when fewer came back or any dropped.
-  double end(int* kernels, std::size_t* dropped = nullptr);
+  // Kernel activity is collected while anyone holds it (it slows every launch of the process).
+  // A worker holds it for its whole life once it times with CUPTI: cuptiActivityDisable is
+  // called at most once, at teardown (CUPTI 13.0 GA can deadlock in it), after the holder
+  // synchronised the device, and after a forced flush (safe then: nothing is running).
+  void acquire();
+  void release();
+
+  void begin() override;  // call with the device idle
+  void flush() override;
+  double collected_us(int* kernels) const override;
+  std::size_t dropped() override;
 
  private:
-  CuptiKernelTimer() = default;
+  CuptiKernelTimer();
+  SharedSwitch switch_;
 };
 
 // Whether one CUPTI sample can stand for the call: it saw every kernel the call launched

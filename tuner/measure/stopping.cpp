@@ -1,5 +1,6 @@
 #include "tuner/measure/stopping.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace moe::tuner {
@@ -51,6 +52,49 @@ SampleRun sample_until(const std::function<double()>& sample, const StopRule& ru
         r.elapsed_s = elapsed;
         return r;
       }
+    }
+  }
+}
+
+namespace {
+struct TimerSwitched {
+  TimedSample first;  // the first sample of the new timer
+};
+}  // namespace
+
+TimedRun sample_one_timer(const std::function<TimedSample()>& sample, const StopRule& rule, double incumbent_us,
+                          const std::vector<double>& prior, const std::string& prior_timer) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  TimedRun out;
+  // An untagged prior is of no known timer: it cannot be pooled with anything.
+  std::string timer = prior.empty() ? "" : prior_timer;
+  std::vector<double> before = timer.empty() ? std::vector<double>{} : prior;
+  if (!prior.empty() && timer.empty()) out.restarted = true;
+  std::vector<double> mine;  // this measurement's samples of `timer` taken before a restart
+  StopRule r = rule;
+  for (;;) {
+    try {
+      const SampleRun run = sample_until(
+          [&] {
+            TimedSample s = sample();
+            if (timer.empty()) timer = s.timer;
+            if (s.timer != timer) throw TimerSwitched{std::move(s)};
+            return s.us;
+          },
+          r, incumbent_us, before);
+      out.samples_us = mine;
+      out.samples_us.insert(out.samples_us.end(), run.samples_us.begin(), run.samples_us.end());
+      out.reason = run.reason;
+      out.elapsed_s = std::chrono::duration<double>(clock::now() - t0).count();
+      out.timer = timer;
+      return out;
+    } catch (const TimerSwitched& sw) {
+      out.restarted = true;
+      timer = sw.first.timer;
+      mine = {sw.first.us};
+      before = mine;
+      r.max_time_s = std::max(0.0, rule.max_time_s - std::chrono::duration<double>(clock::now() - t0).count());
     }
   }
 }

@@ -5,6 +5,7 @@
 // `early_stop_ratio` times the incumbent's after the minimum samples stops early.
 #include <functional>
 #include <limits>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -40,5 +41,23 @@ struct SampleRun {
 // schedule, so long runs of fast samples stay cheap.
 SampleRun sample_until(const std::function<double()>& sample, const StopRule& rule, double incumbent_us,
                        const std::vector<double>& prior = {});
+
+// One sample and the timer that took it ("cupti", "events", "graph", "steady_clock", ...).
+struct TimedSample {
+  double us = 0;
+  std::string timer;
+};
+
+struct TimedRun : SampleRun {
+  std::string timer;       // what timed every sample of samples_us
+  bool restarted = false;  // the candidate's earlier samples (prior included) are void
+};
+
+// sample_until for samples that name their timer: a statistic never pools two timers. `prior`
+// (taken by `prior_timer`) is judged on only while the new samples carry the same timer; at
+// the first sample of another timer, everything before it is dropped and the run starts over
+// with that timer, its wall-time limit reduced by what was spent.
+TimedRun sample_one_timer(const std::function<TimedSample()>& sample, const StopRule& rule, double incumbent_us,
+                          const std::vector<double>& prior = {}, const std::string& prior_timer = "");
 
 }  // namespace moe::tuner

@@ -1,8 +1,13 @@
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
+#include "tuner/measure/cold_timer.hpp"
 #include "tuner/measure/cuda_event.hpp"
 #include "tuner/measure/cupti_timer.hpp"
 #include "tuner/measure/device_tensors.hpp"
@@ -20,6 +25,30 @@ struct Stream {
     if (s) cudaStreamDestroy(s);
   }
 };
+
+// The L2 flush: reads every line of a buffer twice the L2 (a memset would leave dirty lines to
+// be written back during the timed kernel). The sum is stored only when it equals a value the
+// buffer never produces, so the reads are not optimised away and nothing is written. Launched
+// directly, not through the counting launch API: it is not one of the call's kernels.
+__global__ void l2_flush_read(const uint4* __restrict__ p, std::size_t n, unsigned* sink) {
+  unsigned acc = 0;
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x) {
+    const uint4 v = __ldcg(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;
+}
+
+void flush_l2(const DeviceBuffer& buf, cudaStream_t s, int sms) {
+  const std::size_t n = buf.size() / sizeof(uint4);
+  auto* sink = reinterpret_cast<unsigned*>(static_cast<char*>(buf.get()) + n * sizeof(uint4) - sizeof(uint4));
+  l2_flush_read<<<static_cast<unsigned>(std::max(sms, 1) * 4), 512, 0, s>>>(static_cast<const uint4*>(buf.get()), n,
+                                                                             sink);
+  cuda_check(cudaGetLastError(), "L2 flush kernel");
+}
+
+// Before a point's first sample the clocks may have dropped during seconds of host work.
+constexpr double kClockWarmupS = 0.15;
 
 struct Graph {
   cudaGraph_t g = nullptr;
@@ -40,9 +69,11 @@ struct CudaBench::Impl {
   const BackendImpl& impl;
   DeviceInfo dev;
   TimerMode mode;
-  CuptiKernelTimer* cupti = nullptr;
+  CuptiKernelTimer* cupti = nullptr;  // held from construction to destruction
   std::string base_note;  // of the whole bench: CUPTI unavailable or disabled
   std::string note;       // of the current config: base_note plus what happened to it
+  ColdTimer cold{nullptr, ""};
+  bool clocks_warm = false;  // once per bench, i.e. per point
   DeviceTensors in, out;
   RefMap in_refs, out_refs;
   DeviceBuffer flush, ws;
@@ -53,12 +84,10 @@ struct CudaBench::Impl {
   std::shared_ptr<const LaunchPlan> plan;  // made once per config: timed calls only launch
   int launched = 0;                        // kernels one call launched (counted at the warm-up)
   std::vector<LaunchRecord> launches;      // what they were
-  bool cupti_short = false;                // CUPTI under-reported this config: events only
   bool have_config = false;
   bool graph_ok = false;
   int batch = 1;
-  int kernels = 0;
-  unsigned flush_value = 0;
+  int sms = 0;
   std::string last_timer = "events";
 
   Impl(const Prepared& prep, const DeviceInfo& d, TimerMode m)
@@ -129,16 +158,21 @@ CudaBench::CudaBench(const Prepared& p, const DeviceInfo& dev, TimerMode mode, b
       std::string why;
       d_->cupti = CuptiKernelTimer::get(&why);
       if (!d_->cupti) d_->base_note = "CUPTI unavailable (" + why + "): timed with CUDA events, launch overhead included";
-      else d_->cupti->enable();
+      else d_->cupti->acquire();
     } else {
       d_->base_note = "CUPTI disabled: timed with CUDA events, launch overhead included";
     }
   }
   d_->note = d_->base_note;
+  d_->cold = ColdTimer(d_->cupti, d_->base_note, [] { std::this_thread::sleep_for(std::chrono::microseconds(200)); });
+  d_->sms = dev.sm_count;
 }
 
 CudaBench::~CudaBench() {
-  if (d_ && d_->cupti) d_->cupti->disable();
+  if (d_ && d_->cupti) {
+    cudaDeviceSynchronize();  // nothing may run while collection could be switched off
+    d_->cupti->release();
+  }
 }
 
 void CudaBench::set_config(const Params& config) {
@@ -147,8 +181,6 @@ void CudaBench::set_config(const Params& config) {
   d.note = d.base_note;  // a refused capture or a kernel CUPTI missed is this config's, not the next's
   d.config = config;
   d.have_config = true;
-  d.kernels = 0;
-  d.cupti_short = false;
   d.plan.reset();
   const std::size_t wsb = d.impl.workspace_bytes ? d.impl.workspace_bytes(d.p.problem, config) : 0;
   if (wsb > d.ws.size()) d.ws = DeviceBuffer(wsb);
@@ -164,10 +196,22 @@ void CudaBench::set_config(const Params& config) {
   }
   record_launches(nullptr);
   d.launched = static_cast<int>(kernel_launches() - before);
-  if (d.plan && d.plan->kernels != d.launched)
+  if (d.plan && d.plan->kernels >= 0 && d.plan->kernels != d.launched)  // < 0: the plan does not know
     throw Error(d.p.family->name + ": the launch plan says " + std::to_string(d.plan->kernels) +
                 " kernels per call, the call launched " + std::to_string(d.launched));
   cuda_check(cudaStreamSynchronize(d.stream.s), (d.p.family->name + " warm-up").c_str());
+  d.cold.set_config(d.launched);
+  if (!d.clocks_warm) {
+    warm_clocks(
+        [&] {
+          const auto t0 = std::chrono::steady_clock::now();
+          d.run();
+          cuda_check(cudaStreamSynchronize(d.stream.s), (d.p.family->name + " clock warm-up").c_str());
+          return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        },
+        kClockWarmupS);
+    d.clocks_warm = true;
+  }
   if (d.mode == TimerMode::hot) {
     cuda_check(cudaEventRecord(d.start.e, d.stream.s), "cudaEventRecord");
     d.run();
@@ -178,9 +222,10 @@ void CudaBench::set_config(const Params& config) {
   }
 }
 
-double CudaBench::sample_us() {
+TimedSample CudaBench::sample() {
   Impl& d = *d_;
-  if (!d.have_config) throw Error("CudaBench::sample_us before set_config");
+  if (!d.have_config) throw Error("CudaBench::sample before set_config");
+  TimedSample t;
   if (d.mode == TimerMode::hot) {
     cuda_check(cudaEventRecord(d.start.e, d.stream.s), "cudaEventRecord");
     if (d.graph_ok) {
@@ -189,37 +234,21 @@ double CudaBench::sample_us() {
       for (int i = 0; i < d.batch; ++i) d.run();
     }
     cuda_check(cudaEventRecord(d.stop.e, d.stream.s), "cudaEventRecord");
-    d.last_timer = d.graph_ok ? "graph" : "events-loop";
-    return d.events_ms() * 1e3 / d.batch;
+    t = {d.events_ms() * 1e3 / d.batch, d.graph_ok ? "graph" : "events-loop"};
+  } else {
+    flush_l2(d.flush, d.stream.s, d.sms);
+    // CUPTI's sample starts with the device idle, so the flush's own record is not the call's.
+    if (d.cold.uses_cupti()) cuda_check(cudaStreamSynchronize(d.stream.s), "L2 flush");
+    t = d.cold.sample([&] {
+      cuda_check(cudaEventRecord(d.start.e, d.stream.s), "cudaEventRecord");
+      d.run();
+      cuda_check(cudaEventRecord(d.stop.e, d.stream.s), "cudaEventRecord");
+      return d.events_ms() * 1e3;
+    });
+    d.note = d.cold.note();
   }
-  // Cold: overwrite twice the L2 with a changing byte so no line of the last call stays.
-  cuda_check(cudaMemsetAsync(d.flush.get(), static_cast<int>(d.flush_value++ & 0xff), d.flush.size(), d.stream.s),
-             "L2 flush (cudaMemsetAsync)");
-  const bool use_cupti = d.cupti && !d.cupti_short;
-  if (use_cupti) {
-    cuda_check(cudaStreamSynchronize(d.stream.s), "L2 flush");
-    d.cupti->begin();
-  }
-  cuda_check(cudaEventRecord(d.start.e, d.stream.s), "cudaEventRecord");
-  d.run();
-  cuda_check(cudaEventRecord(d.stop.e, d.stream.s), "cudaEventRecord");
-  const double event_us = d.events_ms() * 1e3;
-  if (use_cupti) {
-    int k = 0;
-    std::size_t dropped = 0;
-    const double us = d.cupti->end(&k, &dropped);
-    const CuptiVerdict v = judge_cupti(k, d.launched, dropped);
-    if (v.ok) {
-      d.kernels = k;
-      d.last_timer = "cupti";
-      return us;
-    }
-    // From now on this config is timed with events only: a sum of some of its kernels is no time.
-    d.cupti_short = true;
-    d.note = (d.base_note.empty() ? "" : d.base_note + "; ") + v.why;
-  }
-  d.last_timer = "events";
-  return event_us;
+  d.last_timer = t.timer;
+  return t;
 }
 
 Outcome CudaBench::validate(const Params& config) {
@@ -261,7 +290,7 @@ nlohmann::json CudaBench::kernel_attributes() const {
 
 std::string CudaBench::timer() const { return d_->last_timer; }
 std::string CudaBench::note() const { return d_->note; }
-int CudaBench::kernels_per_call() const { return d_->launched > 0 ? d_->launched : d_->kernels; }
+int CudaBench::kernels_per_call() const { return d_->launched > 0 ? d_->launched : d_->cold.kernels_seen(); }
 int CudaBench::batch() const { return d_->batch; }
 
 double cuda_copy_bandwidth_gbps(int ordinal, int reps) {
@@ -283,6 +312,11 @@ double cuda_copy_bandwidth_gbps(int ordinal, int reps) {
   float ms = 0;
   cuda_check(cudaEventElapsedTime(&ms, start.e, stop.e), "cudaEventElapsedTime");
   return ms > 0 ? 2.0 * static_cast<double>(bytes) * reps / (ms * 1e-3) / 1e9 : 0;
+}
+
+void cuda_device_idle(int ordinal) {
+  if (cudaSetDevice(ordinal) == cudaSuccess) cudaDeviceSynchronize();
+  cudaGetLastError();
 }
 
 std::string cuda_sticky_error(int ordinal) {

@@ -1,7 +1,8 @@
 #pragma once
 // Timing of the cuda backend. Per point, the inputs are uploaded once and every candidate is
-// timed on them: cold mode flushes L2 before each sample and reads the kernels' device time
-// from CUPTI (CUDA events when CUPTI is unavailable); hot mode times a CUDA graph of
+// timed on them, after ~150 ms of calls that bring the clocks up: cold mode flushes L2 (a
+// read-only kernel over twice the L2) before each sample and reads the kernels' device time
+// from CUPTI (CUDA events when CUPTI is unavailable or comes up short); hot mode times a CUDA graph of
 // back-to-back calls with events. Also the device-to-device copy-bandwidth probe.
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/measure/harness.hpp"
+#include "tuner/measure/stopping.hpp"
 #include "tuner/measure/timer_sizing.hpp"
 
 namespace moe::tuner {
@@ -26,7 +28,8 @@ class CudaBench {
   // The validation gate on the bench's own device tensors (no second copy of the problem):
   // outputs poisoned, one call of `config`, downloaded and checked against the reference.
   Outcome validate(const Params& config);
-  double sample_us();
+  // One sample, tagged with what timed it (a statistic must never pool two timers).
+  TimedSample sample();
   // What timed the last sample: "cupti", "events", "graph" or "events-loop", plus any note on
   // a fallback (CUPTI missing, graph capture refused).
   std::string timer() const;
@@ -45,6 +48,9 @@ class CudaBench {
 // Device-to-device cudaMemcpy bandwidth in GB/s (bytes read + written per second): the
 // practical peak every candidate's GB/s is reported against.
 double cuda_copy_bandwidth_gbps(int ordinal, int reps = 10);
+
+// Waits for the device to finish its work (errors ignored: used on the way out).
+void cuda_device_idle(int ordinal);
 
 // After a failure: "" when the device works again, else the name of the sticky error that
 // leaves the process unusable (the worker must then be restarted).

@@ -56,7 +56,10 @@ const Params& WorkerEvaluator::run_config(const Candidate& c) const {
 void WorkerEvaluator::apply(Candidate& c, const json& l) {
   c.status = l.value("status", "failed");
   if (l.contains("validation") && l["validation"].is_object()) c.validated = l["validation"].value("ok", false);
+  // A measurement that changed timer voids the candidate's earlier samples: one statistic, one timer.
+  if (l.value("restarted", false)) c.samples_us.clear();
   for (auto& x : l.value("samples_us", json::array())) c.samples_us.push_back(x.get<double>());
+  if (!l.value("timer", "").empty()) c.timer = l.value("timer", "");
   c.stats = summarize(c.samples_us);
   ++c.rounds;
   c.early_stop = l.value("early_stop", false);  // of the latest measurement: a later round may redeem it
@@ -143,7 +146,8 @@ json WorkerEvaluator::run(Candidate& c, int round, const StopRule& rule, double 
                     {"config", params_to_json(run_config(c))},
                     {"rule", to_json(rule)},
                     {"incumbent_us", incumbent_us},
-                    {"prior_us", c.samples_us}};
+                    {"prior_us", c.samples_us},
+                    {"prior_timer", c.timer}};
   // A slow but working candidate needs a warm-up and a sample even past the time-out.
   const Reply r = w_.call(req, o.watchdog_s + rule.max_time_s + 4 * c.call_s, &interrupts());
   if (lost(r, line, "measure")) return line;
@@ -159,7 +163,7 @@ json WorkerEvaluator::run(Candidate& c, int round, const StopRule& rule, double 
   line["early_stop"] = r.body.value("reason", "") == "early_stop";
   line["incumbent_us"] = incumbent_us;
   line["timer"] = r.body.value("timer", "");
-  for (const char* k : {"note", "batch", "kernels", "kernel_attrs", "gpu", "throttled"})
+  for (const char* k : {"restarted", "note", "batch", "kernels", "kernel_attrs", "gpu", "throttled"})
     if (r.body.contains(k)) line[k] = r.body[k];
   return line;
 }

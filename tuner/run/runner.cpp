@@ -112,6 +112,9 @@ void finish_point(SweepState& s, int slot, PlanPoint& pt, const SearchResult* r,
     line["winner"] = key_of(r->winner);
     line["runner_up"] = key_of(r->runner_up);
     line["default"] = key_of(r->default_index);
+    // Which timer the ranking compared, and how many timed candidates another timer kept out.
+    if (!r->timer.empty()) line["ranked_timer"] = r->timer;
+    if (r->unranked > 0) line["unranked_other_timer"] = r->unranked;
     if (r->winner >= 0) {
       best = pt.candidates[r->winner].key;
       best_us = pt.candidates[r->winner].stats.median_us;

@@ -8,6 +8,7 @@
 #include "io/npy.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
+#include "tuner/measure/cupti_timer.hpp"
 #include "tuner/measure/harness.hpp"
 #include "tuner/measure/json_io.hpp"
 #include "tuner/base/line_io.hpp"
@@ -39,6 +40,15 @@ struct Fatal : std::runtime_error {
 class Worker {
  public:
   explicit Worker(const FamilyResolver& resolve) : resolve_(resolve) {}
+  ~Worker() {
+    bench_.reset();
+    if (cupti_) {
+      cuda_device_idle(dev_.ordinal);
+      cupti_->release();
+    }
+  }
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
 
   json handle(const json& req) {
     const std::string op = req.value("op", "");
@@ -110,12 +120,23 @@ class Worker {
                         mode == TimerMode::cold ? static_cast<double>(l2_flush_bytes(dev_.l2_bytes)) : 0.0,
                         "the L2 flush buffer");
     point_ = std::make_unique<Prepared>(moe::tuner::prepare(*family_, problem_, opt_));
-    if (backend_ == Backend::cuda)
-      bench_ = std::make_unique<CudaBench>(*point_, dev_, mode, req.value("cupti", true));
+    if (backend_ == Backend::cuda) {
+      const bool cupti = req.value("cupti", true);
+      if (cupti && mode == TimerMode::cold) hold_cupti();
+      bench_ = std::make_unique<CudaBench>(*point_, dev_, mode, cupti);
+    }
     return {{"ok", true},
             {"prepare_s", seconds_since(t0)},
             {"bytes", point_->cost.bytes},
             {"flops", point_->cost.flops}};
+  }
+
+  // CUPTI collection stays on from the first CUPTI-timed point to the worker's end: switching it
+  // off per point is what can deadlock (CUPTI 13.0 GA), and each bench only adds a holder.
+  void hold_cupti() {
+    if (cupti_) return;
+    cupti_ = CuptiKernelTimer::get(nullptr);
+    if (cupti_) cupti_->acquire();
   }
 
   const Prepared& need_point() const {
@@ -160,19 +181,32 @@ class Worker {
     const StopRule rule = stop_rule_from_json(req.at("rule"));
     const double incumbent = req.value("incumbent_us", 0.0);
     const std::vector<double> prior = req.value("prior_us", std::vector<double>{});
+    const std::string prior_timer = req.value("prior_timer", "");
     json r = {{"status", "ok"}};
-    SampleRun run;
+    TimedRun run;
     if (backend_ == Backend::cpu) {
       CpuTimer t(p, config, dev_.threads);
-      run = sample_until([&] { return t.sample_us(); }, rule, incumbent, prior);
-      r["timer"] = "steady_clock";
+      run = sample_one_timer([&] { return TimedSample{t.sample_us(), "steady_clock"}; }, rule, incumbent, prior,
+                             prior_timer);
       r["batch"] = t.batch();
     } else {
+      if (!bench_) throw Error("worker: measure on the cuda backend without a bench (protocol error)");
       bench_->set_config(config);
-      const GpuState before = read_gpu_state(pci_);
-      run = sample_until([&] { return bench_->sample_us(); }, rule, incumbent, prior);
+      // Read after the first sample, not before: right after idle the clocks read low while
+      // they ramp, and the reading would flag a throttle that the samples never saw.
+      GpuState before;
+      bool read = false;
+      run = sample_one_timer(
+          [&] {
+            TimedSample x = bench_->sample();
+            if (!read) {
+              before = read_gpu_state(pci_);
+              read = true;
+            }
+            return x;
+          },
+          rule, incumbent, prior, prior_timer);
       const GpuState after = read_gpu_state(pci_);
-      r["timer"] = bench_->timer();
       r["batch"] = bench_->batch();
       r["kernels"] = bench_->kernels_per_call();
       r["kernel_attrs"] = bench_->kernel_attributes();
@@ -186,6 +220,9 @@ class Worker {
       if (!before.ok) note += (note.empty() ? "" : "; ") + before.why_not;
       if (!note.empty()) r["note"] = note;
     }
+    r["timer"] = run.timer;
+    // The candidate's earlier samples were taken by another timer: they are void, these replace them.
+    if (run.restarted) r["restarted"] = true;
     // 0.1 ns is far below any timer's resolution: shorter journal lines, no information lost.
     for (double& x : run.samples_us) x = std::round(x * 1e4) / 1e4;
     r["samples_us"] = run.samples_us;
@@ -204,6 +241,7 @@ class Worker {
   std::optional<Tensor> replay_;
   std::unique_ptr<Prepared> point_, vcache_;
   std::uint64_t vseed_ = 0;
+  CuptiKernelTimer* cupti_ = nullptr;  // the worker's own hold (see hold_cupti)
   std::unique_ptr<CudaBench> bench_;
   std::string pci_;
   std::string save_invalid_;  // --save-invalid DIR

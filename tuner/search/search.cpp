@@ -75,29 +75,53 @@ class Search {
     return false;
   }
 
+  bool timed(int i) const { return c_[i].ok() && c_[i].stats.n > 0; }
+
+  // The timer the pool is ranked on: the one most of its timed candidates share; on a tie the
+  // one of the earliest in the pool (the default comes first).
+  std::string ranking_timer(const std::vector<int>& pool) const {
+    std::string best;
+    int best_n = 0;
+    for (int i : pool) {
+      if (!timed(i)) continue;
+      int n = 0;
+      for (int j : pool) n += timed(j) && c_[j].timer == c_[i].timer ? 1 : 0;
+      if (n > best_n) {
+        best = c_[i].timer;
+        best_n = n;
+      }
+    }
+    return best;
+  }
+
   double incumbent(const std::vector<int>& pool) const {
+    const std::string t = ranking_timer(pool);
     double best = 0;
     for (int i : pool)
-      if (c_[i].ok() && c_[i].stats.n > 0 && (best == 0 || c_[i].stats.median_us < best)) best = c_[i].stats.median_us;
+      if (timed(i) && c_[i].timer == t && (best == 0 || c_[i].stats.median_us < best)) best = c_[i].stats.median_us;
     return best;
   }
 
   std::vector<int> ranked(const std::vector<int>& pool) const {
+    const std::string t = ranking_timer(pool);
     std::vector<int> r;
     for (int i : pool)
-      if (c_[i].ok() && c_[i].stats.n > 0) r.push_back(i);
+      if (timed(i) && c_[i].timer == t) r.push_back(i);
     std::stable_sort(r.begin(), r.end(), [&](int a, int b) { return c_[a].stats.median_us < c_[b].stats.median_us; });
     return r;
   }
 
   void pick(const std::vector<int>& finalists, const std::vector<int>& everyone) {
     std::vector<int> f = ranked(finalists);
+    r_.timer = f.empty() ? ranking_timer(everyone) : c_[f[0]].timer;
+    r_.unranked = 0;
+    for (int i : everyone) r_.unranked += timed(i) && c_[i].timer != r_.timer ? 1 : 0;
     if (!f.empty()) r_.winner = f[0];
     if (f.size() > 1) {
       r_.runner_up = f[1];
     } else {
       for (int i : ranked(everyone))
-        if (i != r_.winner) {
+        if (i != r_.winner && c_[i].timer == r_.timer) {
           r_.runner_up = i;
           break;
         }

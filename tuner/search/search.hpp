@@ -27,6 +27,7 @@ struct Candidate {
   std::string status;  // "" until evaluated, then ok | invalid | failed | crashed | timeout
   bool validated = false;
   std::vector<double> samples_us;
+  std::string timer;  // what took every one of samples_us ("" when untagged: a test's evaluator)
   Stats stats;
   int rounds = 0;
   bool early_stop = false;
@@ -61,6 +62,11 @@ struct SearchResult {
   int winner = -1, runner_up = -1, default_index = -1;  // indices into the candidates; -1: none
   int rounds = 0;
   bool interrupted = false, budget_hit = false;
+  // Candidates are ranked only against like-timed ones: `timer` is the timer of those ranked
+  // (the one most timed candidates share, the earliest evaluated on a tie); `unranked` counts
+  // timed candidates left out because another timer took their samples.
+  std::string timer;
+  int unranked = 0;
 };
 
 // Candidates must be non-empty; the default (is_default) is evaluated first and, under

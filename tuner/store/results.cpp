@@ -45,6 +45,7 @@ json build_results(const JournalContents& jr, const json& meta) {
     else if (type == "eval") {
       Acc& a = acc[{l.value("point_index", 0), l.value("cand_index", 0)}];
       if (a.first.is_null()) a.first = l;
+      if (l.value("restarted", false)) a.samples.clear();  // taken by another timer: void
       for (auto& s : l.value("samples_us", json::array())) a.samples.push_back(s.get<double>());
       if (l.contains("validation") && !l["validation"].is_null()) a.validation = l["validation"];
       a.status = l.value("status", "");
@@ -142,12 +143,15 @@ json build_results(const JournalContents& jr, const json& meta) {
     };
     const json *w = rec("winner"), *ru = rec("runner_up"), *d = rec("default");
     if (d) p["default"] = brief(*d);
+    for (const char* k : {"ranked_timer", "unranked_other_timer"})
+      if (pl.contains(k)) p[k] = pl[k];
     if (w) {
       p["winner"] = brief(*w);
       const json* chosen = w;
       const json* second = ru;
       bool kept = false;
-      if (d && d != w && d->value("status", "") == "ok" &&
+      // A default timed by another timer is not comparable: it cannot be kept on a tie.
+      if (d && d != w && d->value("status", "") == "ok" && d->value("timer", "") == w->value("timer", "") &&
           within_noise(stats_from_json((*w)["stats"]), stats_from_json((*d)["stats"]), floor)) {
         chosen = d;
         second = w;  // keep the measured winner as the runner-up
@@ -156,7 +160,7 @@ json build_results(const JournalContents& jr, const json& meta) {
       p["chosen"] = brief(*chosen);
       p["kept_default"] = kept;
       if (second) p["runner_up"] = brief(*second);
-      if (d) {
+      if (d && d->value("timer", "") == chosen->value("timer", "")) {
         const double cm = (*chosen)["stats"]["median_us"].get<double>();
         p["speedup_vs_default"] = cm > 0 ? (*d)["stats"]["median_us"].get<double>() / cm : 0.0;
       }

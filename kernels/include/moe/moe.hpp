@@ -42,7 +42,12 @@ class Kernel {
   std::string describe(std::int64_t tokens) const;
   std::size_t workspace_bytes(std::int64_t tokens) const;
   // Runs with the config for `tokens` on `stream` (cudaStream_t; ignored on the cpu backend).
-  // Tensors are views of device memory (host memory on the cpu backend).
+  // Tensors are views of device memory (host memory on the cpu backend). On the cuda backend
+  // the device given in KernelOptions must be current (an Error otherwise), and views must be
+  // aligned as the kernels access them: gmm activations and weights on 16 bytes, its outputs
+  // and int32/fp32 tensors on 4. The workspace must start on 128 bytes (the wgmma gmm keeps
+  // CUtensorMap copies in it; cudaMalloc's 256-byte alignment is enough). A misaligned view is
+  // an Error before anything is launched, never a fault that ends the CUDA context.
   void run(std::int64_t tokens, const RefMap& in, const RefMap& out, void* stream = nullptr,
            void* workspace = nullptr, std::size_t workspace_bytes = 0) const;
 

@@ -5,8 +5,13 @@
 #include <vector>
 
 #include "gmm/cuda_configs.hpp"
+#include "gmm/wgmma_configs.hpp"
+#include "layer/family.hpp"
+#include "runtime/current_device.hpp"
+#include "support/described_devices.hpp"
 #include "support/gmm_problems.hpp"
 #include "moe/cuda_launch_api.hpp"
+#include "moe/error.hpp"
 #include "support/prepared_problems.hpp"
 #include "tuner/measure/cupti_timer.hpp"
 
@@ -21,8 +26,10 @@ struct Launch {
 std::vector<Launch> launches;
 int sm_calls = 0, smem_calls = 0, occ_calls = 0;
 
+int current_device = 0;
+
 const CudaRuntimeCalls kFake{
-    [] { return 0; },
+    [] { return current_device; },
     [](int) { return ++sm_calls, 132; },
     [](const void*, std::size_t) { ++smem_calls; },
     [](const void*, int, std::size_t) { return ++occ_calls, 2; },
@@ -34,6 +41,7 @@ class LaunchPlanTest : public ::testing::Test {
   void SetUp() override {
     launches.clear();
     sm_calls = smem_calls = occ_calls = 0;
+    current_device = 0;
     set_cuda_runtime_calls_for_testing(&kFake);
   }
   void TearDown() override { set_cuda_runtime_calls_for_testing(nullptr); }
@@ -179,6 +187,118 @@ TEST_F(LaunchPlanTest, MultiCtaDispatchLaunchesFourKernels) {
   ASSERT_EQ(launches.size(), 4u);
   for (std::size_t i = 0; i < launches.size(); ++i)
     for (std::size_t j = 0; j < i; ++j) EXPECT_NE(launches[i].func, launches[j].func) << i << " " << j;
+}
+
+// A view `bytes` past the start of `t`: what an engine's sub-tensor can look like.
+TensorRef shifted(const TensorRef& t, std::size_t bytes) {
+  TensorRef r = t;
+  r.data = static_cast<std::byte*>(t.data) + bytes;
+  return r;
+}
+
+TEST_F(LaunchPlanTest, GmmMmaRefusesMisalignedViewsBeforeAnyLaunch) {
+  GmmCase g;
+  const auto c = cfg(16, 64, 64, 1, 4, 4, 2);  // split-K: the fp32 partials are in the workspace
+  const auto plan = gmm::cuda::plan(g.s, c, g.rows());
+  std::vector<double> ws(gmm::cuda::workspace_bytes(g.s, c) / sizeof(double) + 2);
+  const std::size_t wsb = gmm::cuda::workspace_bytes(g.s, c);
+  auto run = [&](const RefMap& in, const RefMap& out, void* w) {
+    gmm::cuda::run(g.s, c, in, out, w, wsb, nullptr, 0, plan.get());
+  };
+  auto refusal = [&](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const RefMap in = refs(g.p.inputs), out = refs(g.out);
+  RefMap bad = in;
+  bad["x_sorted"] = shifted(in.at("x_sorted"), 8);  // 8-byte aligned is not enough for cp.async's 16
+  EXPECT_NE(refusal([&] { run(bad, out, ws.data()); }).find("x_sorted is not 16-byte aligned"), std::string::npos);
+  bad = in;
+  bad["w13"] = shifted(in.at("w13"), 2);
+  EXPECT_NE(refusal([&] { run(bad, out, ws.data()); }).find("w13 is not 16-byte aligned"), std::string::npos);
+  bad = in;
+  bad["offsets"] = shifted(in.at("offsets"), 2);
+  EXPECT_NE(refusal([&] { run(bad, out, ws.data()); }).find("offsets is not 4-byte aligned"), std::string::npos);
+  RefMap bad_out = out;
+  bad_out["h"] = shifted(out.at("h"), 2);
+  EXPECT_NE(refusal([&] { run(in, bad_out, ws.data()); }).find("h is not 4-byte aligned"), std::string::npos);
+  EXPECT_NE(refusal([&] { run(in, out, reinterpret_cast<std::byte*>(ws.data()) + 4); }).find("workspace is not 8-byte aligned"),
+            std::string::npos);
+  EXPECT_TRUE(launches.empty()) << "a misaligned call reached the device";
+  // Aligned: it launches the GEMM and the finalize.
+  EXPECT_EQ(refusal([&] { run(in, out, ws.data()); }), "");
+  EXPECT_EQ(launches.size(), 2u);
+}
+
+TEST_F(LaunchPlanTest, GmmWgmmaWorkspaceMustBe128ByteAligned) {
+  GmmCase g;
+  const gmm::wgmma::Config c{gmm::wgmma::entries().front().shape};
+  const std::size_t wsb = gmm::wgmma::workspace_bytes(g.s, c);
+  std::vector<std::byte> ws(wsb + 256);
+  auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(ws.data()) + 127) / 128 * 128);
+  try {
+    gmm::wgmma::run(g.s, c, refs(g.p.inputs), refs(g.out), base + 16, wsb, nullptr);
+    ADD_FAILURE() << "a 16-byte aligned workspace was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the workspace is not 128-byte aligned"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(queries(), 0);
+  EXPECT_TRUE(launches.empty());
+}
+
+TEST_F(LaunchPlanTest, KernelOptionsDeviceMustBeTheCurrentOne) {
+  EXPECT_NO_THROW(require_current_device(0, "moe::Kernel(\"gmm\")"));
+  current_device = 1;
+  try {
+    require_current_device(0, "moe::Kernel(\"gmm\")");
+    ADD_FAILURE() << "ran on device 1 with configs for device 0";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("made for CUDA device 0 but device 1 is current"), std::string::npos) << m;
+    EXPECT_NE(m.find("cudaSetDevice(0)"), std::string::npos) << m;
+  }
+}
+
+TEST_F(LaunchPlanTest, LayerPlannedOnceATimedCallOnlyLaunches) {
+  const FamilyDesc& f = family("moe-layer");
+  const Params L = complete(f.problem_params,
+                            Params{{"tokens", std::int64_t{12}}, {"dtype", std::string("bf16")},
+                                   {"experts", std::int64_t{8}}, {"topk", std::int64_t{2}},
+                                   {"hidden", std::int64_t{64}}, {"intermediate", std::int64_t{32}},
+                                   {"align", std::int64_t{4}}},
+                            "layer");
+  const BackendImpl& b = f.need_backend(Backend::cuda);
+  ASSERT_TRUE(b.plan) << "the layer has no plan hook";
+  Params config;
+  for (const char* k : {"router", "dispatch", "gmm_up", "gmm_down", "combine"}) config.set(k, std::string("auto"));
+  // Resolved for a described H100 (the hook itself asks the current device).
+  auto resolved = std::make_shared<const ResolvedLayer>(
+      resolve_layer(Backend::cuda, L, config, testing::described_h100(), {}, true));
+  const tuner::Prepared p = testing::prepare_seeded(f, L);
+  const RefMap in = refs(const_cast<TensorMap&>(p.inputs));
+  TensorMap out = allocate(p.output_specs);
+  const auto plan = plan_layer(Backend::cuda, L, resolved, in);
+  ASSERT_EQ(plan->stages.size(), 5u);
+  EXPECT_TRUE(plan->stages[2] && plan->stages[3]) << "the gmm stages are planned";
+  EXPECT_GE(sm_calls, 1) << "gmm planning asks the SM count";
+  // The layer's own sizing resolves on the device: a generous host buffer instead.
+  const std::size_t wsb = std::size_t{64} << 20;
+  std::vector<std::byte> ws(wsb);
+  LaunchContext ctx;
+  ctx.workspace = ws.data();
+  ctx.workspace_bytes = wsb;
+  ctx.plan = plan.get();
+  b.run(L, config, in, refs(out), ctx);  // the bench's warm-up: the first launch of each kernel
+  const int after_warmup = queries();
+  const std::size_t per_call = launches.size();
+  EXPECT_GE(per_call, 5u);
+  for (int i = 0; i < 3; ++i) b.run(L, config, in, refs(out), ctx);
+  EXPECT_EQ(queries(), after_warmup) << "a timed layer call queried the runtime";
+  EXPECT_EQ(launches.size(), 4 * per_call);
 }
 
 TEST(CuptiVerdict, FewerKernelsOrDroppedRecordsFallBackToEvents) {

@@ -174,6 +174,20 @@ TEST(RouterReference, OneExpertPerGroupScoresThatExpert) {
   EXPECT_EQ(r.ids, (std::vector<int>{2, 3}));
 }
 
+TEST(RouterReference, GroupScoresAreAddedInFp32) {
+  // c = bias (sigmoid of -inf is 0): group 0 sums 1 + 0, group 1 sums 1 + 2^-26, which is 1 in
+  // fp32. The tie keeps the lower group, so expert 0 is chosen, not expert 2.
+  const float tiny = std::ldexp(1.0f, -26);
+  const auto r = reference_row(problem(8, 1, 0, 4, 1, "sigmoid", 1), std::vector<float>(8, -kInf),
+                               {1, 0, 1, tiny, 0, 0, 0, 0});
+  EXPECT_EQ(r.ids, (std::vector<int>{0}));
+  // A hair more and group 1's fp32 sum is above 1: expert 2.
+  EXPECT_EQ(reference_row(problem(8, 1, 0, 4, 1, "sigmoid", 1), std::vector<float>(8, -kInf),
+                          {1, 0, 1, std::ldexp(1.0f, -22), 0, 0, 0, 0})
+                .ids,
+            (std::vector<int>{2}));
+}
+
 TEST(RouterReference, SharedSlotsFollowTheRoutedOnes) {
   const auto r = reference_row(problem(4, 1, 2, 1, 1, "softmax", 0, 1, 3.0), {0, 0, 9, 0});
   EXPECT_EQ(r.ids, (std::vector<int>{2, 4, 5}));
