@@ -99,4 +99,9 @@ MOE_FP8_HD float quantize_group(const float* x, int n, std::uint8_t* q, bool ue8
   return s;
 }
 
+// A row of K values (K a multiple of 128): codes q[K] and the K/128 group scales, K-major.
+MOE_FP8_HD void quantize_row(const float* x, std::int64_t K, std::uint8_t* q, float* scales, bool ue8m0) {
+  for (std::int64_t g = 0; g < K / kGroup; ++g) scales[g] = quantize_group(x + g * kGroup, kGroup, q + g * kGroup, ue8m0);
+}
+
 }  // namespace moe::fp8
