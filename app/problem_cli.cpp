@@ -3,6 +3,7 @@
 #include "app/flag_checks.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <map>
 
@@ -112,7 +113,19 @@ Params problem_params(const FamilyDesc& f, const ProblemArgs& a, bool strict) {
     if (eq == std::string::npos) throw Error("--set '" + s + "' is not NAME=VALUE");
     put(s.substr(0, eq), s.substr(eq + 1));
   }
-  return tuner::problem_for(f, model_params(a), overrides, strict);
+  const Params model = model_params(a);
+  Params p = tuner::problem_for(f, model, overrides, strict);
+  const bool fp8 = p.has("dtype") && p.s("dtype") == "fp8";
+  if (fp8 && (model.has("hidden") || model.has("quant"))) tuner::check_fp8_model(model, p, a.tp);
+  const ParamSpec* dt = f.problem_param("dtype");
+  const bool can_fp8 = dt && std::find(dt->choices.begin(), dt->choices.end(), "fp8") != dt->choices.end();
+  static bool told = false;  // once per process: a sweep builds many problems
+  if (!fp8 && can_fp8 && model.has("quant") && model.s("quant") == "fp8" && !told) {
+    told = true;
+    std::fprintf(stderr, "moebench: note: %s is served in fp8 (block-scaled W8A8); this run uses dtype=%s: add --dtype fp8 to tune what it runs\n",
+                 (a.model.empty() ? a.hf_config : a.model).c_str(), p.s("dtype").c_str());
+  }
+  return p;
 }
 
 }  // namespace moe::app

@@ -3,12 +3,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/e4m3.hpp"
 #include "moe/error.hpp"
 
 namespace moe {
 
 std::size_t dtype_size(DType t) {
   switch (t) {
+    case DType::e4m3: return 1;
     case DType::f16:
     case DType::bf16: return 2;
     case DType::f32:
@@ -27,6 +29,7 @@ std::string_view dtype_name(DType t) {
     case DType::i32: return "i32";
     case DType::i64: return "i64";
     case DType::f64: return "f64";
+    case DType::e4m3: return "e4m3";
   }
   return "?";
 }
@@ -38,10 +41,13 @@ DType parse_dtype(std::string_view s) {
   if (s == "i32" || s == "int32") return DType::i32;
   if (s == "i64" || s == "int64") return DType::i64;
   if (s == "f64" || s == "fp64" || s == "float64" || s == "double") return DType::f64;
-  throw Error("unknown dtype '" + std::string(s) + "': use one of f32, f16, bf16, i32, i64, f64");
+  if (s == "e4m3" || s == "float8_e4m3fn") return DType::e4m3;
+  throw Error("unknown dtype '" + std::string(s) + "': use one of f32, f16, bf16, i32, i64, f64, e4m3");
 }
 
-bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64; }
+bool is_float(DType t) {
+  return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64 || t == DType::e4m3;
+}
 
 static std::uint32_t bits_of(float v) {
   std::uint32_t u;
@@ -98,6 +104,7 @@ float round_to(DType t, float v) {
   switch (t) {
     case DType::bf16: return bf16_to_float(float_to_bf16(v));
     case DType::f16: return f16_to_float(float_to_f16(v));
+    case DType::e4m3: return fp8::to_float(fp8::from_float(v));
     default: return v;
   }
 }

@@ -108,7 +108,11 @@ Value parse_value(const ParamSpec& spec, const std::string& text) {
       else throw bad("a boolean (0/1/true/false)");
       break;
     case ParamKind::Choice:
-    case ParamKind::Text: v = text; break;
+    case ParamKind::Text:
+      v = text;
+      for (auto& [alias, canonical] : spec.aliases)
+        if (text == alias) v = canonical;
+      break;
   }
   check_value(spec, v);
   return v;

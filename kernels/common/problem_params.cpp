@@ -1,10 +1,21 @@
 #include "common/problem_params.hpp"
 
+#include <algorithm>
+
 namespace moe::pp {
 
 ParamSpec tokens() { return int_param("tokens", 64, 1, 1 << 24, "T: tokens in the batch"); }
 ParamSpec dtype(const char* def, std::vector<std::string> allowed) {
-  return choice_param("dtype", def, std::move(allowed), "element type of the activations (router: of the logits)");
+  const bool fp8 = std::find(allowed.begin(), allowed.end(), "fp8") != allowed.end();
+  ParamSpec s = choice_param("dtype", def, std::move(allowed),
+                             "element type of the activations (router: of the logits; fp8: e4m3 block-scaled W8A8, "
+                             "DESIGN 1.6)");
+  if (fp8) s.aliases = {{"fp8_w8a8", "fp8"}};  // vLLM's spelling
+  return s;
+}
+ParamSpec scale_fmt() {
+  return choice_param("scale_fmt", "fp32", {"fp32", "ue8m0"},
+                      "fp8 only: activation scales as amax/448 in fp32, or rounded up to powers of two (ue8m0)");
 }
 ParamSpec experts() { return int_param("experts", 64, 1, 4096, "E: routed experts"); }
 ParamSpec topk() { return int_param("topk", 8, 1, 64, "k: routed experts per token"); }

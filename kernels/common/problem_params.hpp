@@ -7,6 +7,7 @@ namespace moe::pp {
 
 ParamSpec tokens();                           // T
 ParamSpec dtype(const char* def, std::vector<std::string> allowed);  // activation / logits dtype
+ParamSpec scale_fmt();                        // fp8: activation scales fp32 | ue8m0
 ParamSpec experts();                          // E routed experts
 ParamSpec topk();                             // k routed per token
 ParamSpec shared();                           // S fused shared experts (ids E..E+S-1)

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/e4m3.hpp"
 #include "moe/error.hpp"
 #include "moe/memory.hpp"
 
@@ -42,6 +43,7 @@ double Tensor::get(std::int64_t i) const {
     case DType::f16: return f16_to_float(data<std::uint16_t>()[i]);
     case DType::i32: return data<std::int32_t>()[i];
     case DType::i64: return static_cast<double>(data<std::int64_t>()[i]);
+    case DType::e4m3: return fp8::to_float(data<std::uint8_t>()[i]);
   }
   return 0;
 }
@@ -54,6 +56,7 @@ void Tensor::set(std::int64_t i, double v) {
     case DType::f16: data<std::uint16_t>()[i] = float_to_f16(static_cast<float>(v)); break;
     case DType::i32: data<std::int32_t>()[i] = static_cast<std::int32_t>(v); break;
     case DType::i64: data<std::int64_t>()[i] = static_cast<std::int64_t>(v); break;
+    case DType::e4m3: data<std::uint8_t>()[i] = fp8::from_float(static_cast<float>(v)); break;
   }
 }
 
@@ -73,11 +76,15 @@ namespace {
 constexpr std::uint32_t kPoisonF32 = 0x7FBADBADu;  // a NaN no arithmetic produces
 constexpr std::uint16_t kPoison16 = 0x7FBDu;       // NaN in bf16; NaN in f16 too (exp all ones)
 constexpr std::uint32_t kPoisonI32 = 0x5EADBEEFu;  // positive, larger than any valid index
+constexpr std::uint8_t kPoisonE4m3 = 0xFF;          // -NaN: a NaN input encodes as +NaN (0x7F)
 }  // namespace
 
 void poison_host(TensorRef t) {
   const std::int64_t n = t.numel();
   switch (dtype_size(t.dtype)) {
+    case 1:
+      for (std::int64_t i = 0; i < n; ++i) t.as<std::uint8_t>()[i] = kPoisonE4m3;
+      break;
     case 2:
       for (std::int64_t i = 0; i < n; ++i) t.as<std::uint16_t>()[i] = kPoison16;
       break;
@@ -96,6 +103,7 @@ void poison_host(TensorRef t) {
 
 bool is_poison(DType t, const void* e) {
   switch (t) {
+    case DType::e4m3: return *static_cast<const std::uint8_t*>(e) == kPoisonE4m3;
     case DType::bf16:
     case DType::f16: {
       std::uint16_t v;

@@ -3,6 +3,9 @@
 // stable scatter runs in parallel and still gives rows in ascending slot order.
 #include <algorithm>
 #include <cstring>
+#include <vector>
+
+#include "common/e4m3.hpp"
 
 #include "common/parallel.hpp"
 #include "dispatch/backends.hpp"
@@ -12,6 +15,21 @@
 namespace moe {
 
 namespace {
+
+// The quantizing gather: each row read once as fp32, its groups' scales and codes written.
+void gather_fp8(const DispatchSpec& s, const TensorRef& x, const TensorRef& xs, const TensorRef& scales,
+                const std::int32_t* src, std::int64_t R, int threads) {
+  const std::int64_t G = s.D / fp8::kGroup;
+  const auto* xp = x.as<const std::uint16_t>();
+  parallel_for(R, threads, 16, [&](std::int64_t b, std::int64_t e) {
+    std::vector<float> row(static_cast<std::size_t>(s.D));
+    for (std::int64_t r = b; r < e; ++r) {
+      const std::uint16_t* in = src[r] >= 0 ? xp + (src[r] / s.K) * s.D : nullptr;
+      for (std::int64_t d = 0; d < s.D; ++d) row[d] = in ? bf16_to_float(in[d]) : 0.0f;
+      fp8::quantize_row(row.data(), s.D, xs.as<std::uint8_t>() + r * s.D, scales.as<float>() + r * G, s.ue8m0);
+    }
+  });
+}
 
 void run_cpu(const Params& problem, const Params& config, const RefMap& in, const RefMap& out,
              const LaunchContext& ctx) {
@@ -71,6 +89,7 @@ void run_cpu(const Params& problem, const Params& config, const RefMap& in, cons
   for (std::int64_t e = 0; e < El; ++e)
     for (std::int64_t r = off[e] + run[e]; r < off[e + 1]; ++r) src[r] = -1;
 
+  if (s.fp8) return gather_fp8(s, x, xs, need(out, "x_scale"), src, R, ctx.threads);
   // Gather: one unit is a (row, column chunk) pair, so wide rows split across threads too.
   const std::size_t es = dtype_size(s.dtype);
   const std::int64_t dc = d_chunk > 0 ? std::min(d_chunk, s.D) : s.D;

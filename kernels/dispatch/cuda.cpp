@@ -57,6 +57,7 @@ std::string gather_invalid(const DispatchSpec& s, const Params& c) {
 
 std::string invalid_reason(const Params& problem, const Params& c, const DeviceInfo& dev) {
   const DispatchSpec s = DispatchSpec::parse(problem);
+  if (s.fp8) return std::string("fp8 has no cuda quantizing gather yet (it runs on the cpu backend): use --backend cpu");
   std::string why = aligner_invalid(s, c, dev);
   return why.empty() ? gather_invalid(s, c) : why;
 }

@@ -1,5 +1,8 @@
 // The definition of dispatch: the host plan, then a row copy. Boring on purpose.
 #include <cstring>
+#include <vector>
+
+#include "common/e4m3.hpp"
 
 #include "dispatch/backends.hpp"
 #include "dispatch/plan.hpp"
@@ -19,6 +22,16 @@ void dispatch_reference(const DispatchSpec& s, const TensorMap& in, TensorMap& o
   std::memcpy(out.at("offsets").raw(), plan.offsets.data(), plan.offsets.size() * 4);
   std::memcpy(out.at("src").raw(), plan.src.data(), plan.src.size() * 4);
   std::memcpy(out.at("dst").raw(), plan.dst.data(), plan.dst.size() * 4);
+  if (s.fp8) {
+    // Padding rows are zero rows, quantized by the same rule as any other.
+    std::vector<float> row(static_cast<std::size_t>(s.D));
+    const std::int64_t G = s.D / fp8::kGroup;
+    for (std::int64_t r = 0; r < plan.rows(); ++r) {
+      for (std::int64_t d = 0; d < s.D; ++d) row[d] = plan.src[r] >= 0 ? static_cast<float>(x.get((plan.src[r] / s.K) * s.D + d)) : 0.0f;
+      fp8::quantize_row(row.data(), s.D, xs.data<std::uint8_t>() + r * s.D, out.at("x_scale").data<float>() + r * G, s.ue8m0);
+    }
+    return;
+  }
   const std::size_t row_bytes = static_cast<std::size_t>(s.D) * dtype_size(s.dtype);
   auto* dstp = static_cast<unsigned char*>(xs.raw());
   const auto* srcp = static_cast<const unsigned char*>(x.raw());

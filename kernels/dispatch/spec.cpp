@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "common/fp8_problem.hpp"
 #include "moe/error.hpp"
 
 namespace moe {
@@ -17,7 +18,10 @@ DispatchSpec DispatchSpec::parse(const Params& p) {
   s.K = s.k + s.S;
   s.E_total = s.E + s.S;
   s.A = p.i("align");
-  s.dtype = parse_dtype(p.s("dtype"));
+  s.fp8 = p.s("dtype") == "fp8";
+  s.dtype = s.fp8 ? DType::bf16 : parse_dtype(p.s("dtype"));
+  s.ue8m0 = s.fp8 && p.has("scale_fmt") && p.s("scale_fmt") == "ue8m0";
+  if (s.fp8) check_fp8_dims("dispatch", s.D);
   s.e0 = p.i("expert_begin");
   s.e1 = p.i("expert_end") < 0 ? s.E_total : p.i("expert_end");
   if (s.k > s.E)

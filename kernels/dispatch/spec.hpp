@@ -18,8 +18,11 @@ struct DispatchSpec {
   std::int64_t E_total = 0;  // E + S: valid ids are [0, E_total)
   std::int64_t A = 1;        // each local expert's rows padded to a multiple of A
   std::int64_t e0 = 0, e1 = 0;  // local expert range [e0, e1)
-  DType dtype = DType::bf16;
+  DType dtype = DType::bf16;  // of x (fp8: bf16 in, e4m3 out)
+  bool fp8 = false;           // dtype=fp8: the gather quantizes x per row and 128 columns (DESIGN.md 1.6)
+  bool ue8m0 = false;         // fp8: power-of-two scales
 
+  DType out_dtype() const { return fp8 ? DType::e4m3 : dtype; }
   std::int64_t slots() const { return T * K; }
   std::int64_t local() const { return e1 - e0; }
   // The most rows any routing can produce: every slot local plus full padding per expert.

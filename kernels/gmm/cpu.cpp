@@ -296,6 +296,7 @@ MOE_GMM_CPU_CLONES void run_tile(const Job& j, const Tile& t, Scratch& s) {
 
 void run(const Params& problem, const Params& config, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
   const GmmSpec s = GmmSpec::parse(problem);
+  if (s.fp8) return run_fp8_cpu(s, config.i("block_m"), in, out, ctx.threads);
   const TensorRef& act = need(in, s.act_name());
   const auto* off = need(in, "offsets").as<const std::int32_t>();
   Job j{};
@@ -346,16 +347,25 @@ BackendImpl cpu_backend() {
                 "reduction slice (64,128,256,512,1024) summed in registers before it is folded into the tile's "
                 "fp32 sums: longer means fewer folds, shorter stays in L1"),
   };
-  b.invalid_reason = [](const Params&, const Params& c, const DeviceInfo&) -> std::string {
+  b.invalid_reason = [](const Params& problem, const Params& c, const DeviceInfo&) -> std::string {
     if (!one_of(c.i("block_m"), kBlockM)) return "block_m must be one of " + list(kBlockM);
     if (!one_of(c.i("block_n"), kBlockN)) return "block_n must be one of " + list(kBlockN);
     if (!one_of(c.i("block_k"), kBlockK)) return "block_k must be one of " + list(kBlockK);
+    // fp8 tiles are the scale blocks: a K slice per scale, whole h groups to requantize.
+    if (problem.has("dtype") && problem.s("dtype") == "fp8" && (c.i("block_n") != 128 || c.i("block_k") != 128))
+      return "fp8 takes block_n=128 and block_k=128 (the 128-wide scale blocks)";
     return {};
   };
   b.space = [](const Params& problem, const DeviceInfo&, bool full) {
     const GmmSpec s = GmmSpec::parse(problem);
     const double rows = s.avg_rows_per_expert();
     std::vector<Params> v;
+    if (s.fp8) {
+      for (auto bm : kBlockM)
+        if (full || bm == 8 || static_cast<double>(bm / 2) < 2 * rows)
+          v.push_back(Params{{"block_m", bm}, {"block_n", std::int64_t{128}}, {"block_k", std::int64_t{128}}});
+      return v;
+    }
     for (auto bm : kBlockM)
       for (auto bn : kBlockN)
         for (auto bk : kBlockK) {
@@ -382,6 +392,7 @@ BackendImpl cpu_backend() {
     while (bn > 32 && (static_cast<double>(bn / 2) >= NO || active * m_tiles * std::ceil(NO / static_cast<double>(bn)) < 4.0 * dev.threads))
       bn /= 2;
     const std::int64_t bk = s.k_dim() <= 256 ? 256 : 512;
+    if (s.fp8) return Params{{"block_m", bm}, {"block_n", std::int64_t{128}}, {"block_k", std::int64_t{128}}};
     return Params{{"block_m", bm}, {"block_n", bn}, {"block_k", bk}};
   };
   b.workspace_bytes = [](const Params&, const Params&) { return std::size_t{0}; };

@@ -90,6 +90,7 @@ std::size_t workspace_bytes(const GmmSpec& s, const Config& c) {
 }
 
 std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev) {
+  if (s.fp8) return kFp8NoCuda;
   if (s.hidden % 8 != 0 || s.intermediate % 8 != 0)
     return "the cuda kernels load 16-byte rows: hidden (" + std::to_string(s.hidden) + ") and intermediate (" +
            std::to_string(s.intermediate) + ") must be multiples of 8; use --backend cpu for this shape";

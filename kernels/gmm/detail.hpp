@@ -16,6 +16,10 @@ std::int64_t input_rows(const GmmSpec& s, const TensorMap& in);
 
 // inputs.cpp: routing -> padded offsets -> random activations (zero padding rows) and weights.
 void make_inputs(const GmmSpec& s, const InputOptions& opt, TensorMap& in);
+// fp8_inputs.cpp: codes and scales (DESIGN.md 1.6); `pad` marks the all-zero padding rows.
+void make_fp8_activations(const GmmSpec& s, std::int64_t rows, const std::vector<char>& pad, std::uint64_t seed,
+                          TensorMap& in);
+void make_fp8_weights(const GmmSpec& s, std::uint64_t seed, TensorMap& in);
 // Offsets must start at 0, never decrease and end at `rows`: an Error saying which entry is off.
 void check_offsets(const GmmSpec& s, const Tensor& offsets, std::int64_t rows);
 
@@ -34,6 +38,16 @@ Validation validate(const GmmSpec& s, const TensorMap& in, const TensorMap& got,
 Cost cost(const GmmSpec& s, const TensorMap& in);
 // cost() before the inputs exist, routing taken as uniform.
 Cost estimate(const GmmSpec& s);
+
+// fp8.cpp: the block-scaled reference (fp64 on the dequantized values, h requantized as the
+// design says) and the check of a quantized h (scales within 1 ulp, codes within one step).
+void reference_fp8(const GmmSpec& s, const TensorMap& in, TensorMap& out, const std::vector<std::int64_t>& rows);
+Validation validate_fp8_up(const GmmSpec& s, const TensorMap& in, const TensorMap& got, const TensorMap& ref);
+// fp8_cpu.cpp: the cpu backend's fp8 path, fp32 sums per 128 block scaled into fp32 accumulators.
+void run_fp8_cpu(const GmmSpec& s, std::int64_t block_m, const RefMap& in, const RefMap& out, int threads);
+
+// Until fp8 cuda kernels exist, the cuda backend refuses fp8 problems: never run them as bf16.
+inline constexpr const char* kFp8NoCuda = "fp8 has no cuda gmm kernel yet (it runs on the cpu backend): use --backend cpu";
 
 BackendImpl cpu_backend();
 BackendImpl cuda_backend();

@@ -22,12 +22,13 @@ std::vector<ParamSpec> problem_params() {
   rw.min = 0;
   rw.max = 1;
   rw.help = "down only: multiply each output row by its router weight (row_weight [R] f32)";
-  return {pp::tokens(),       pp::dtype("bf16", {"bf16", "f16"}),
+  return {pp::tokens(),       pp::dtype("bf16", {"bf16", "f16", "fp8"}),
           pp::experts(),      pp::topk(),
           pp::shared(),       pp::hidden(),
           pp::intermediate(), pp::align(),
           pp::expert_begin(), pp::expert_end(),
-          stage,              rw};
+          stage,              rw,
+          pp::scale_fmt()};
 }
 
 std::vector<TensorSpec> input_specs(const GmmSpec& s) {
@@ -43,12 +44,21 @@ std::vector<TensorSpec> input_specs(const GmmSpec& s) {
     v.push_back({"w2", s.dtype, {E, D, I}, "down projection, K-contiguous"});
     if (s.routed_weight) v.push_back({"row_weight", DType::f32, {-1}, "router weight of each row, 0 on padding rows"});
   }
+  if (s.fp8) {
+    v.push_back({s.act_scale_name(), DType::f32, {-1, s.k_groups()},
+                 "fp32 scale of each row's 128-wide K groups (K-major)"});
+    v.push_back({s.weight_scale_name(), DType::f32, {E, s.n_w() / 128, s.k_groups()}, "fp32 scale of each 128x128 block"});
+  }
   return v;
 }
 
 std::vector<TensorSpec> output_specs(const GmmSpec& s, std::int64_t rows) {
-  if (!s.down) return {{"h", s.dtype, {rows, s.intermediate}, "silu(gate) * up"}};
-  return {{"y_sorted", s.dtype, {rows, s.hidden}, s.routed_weight ? "h * w2^T * row_weight" : "h * w2^T"}};
+  if (!s.down) {
+    std::vector<TensorSpec> v = {{"h", s.dtype, {rows, s.intermediate}, "silu(gate) * up"}};
+    if (s.fp8) v.push_back({"h_scale", DType::f32, {rows, s.intermediate / 128}, "fp32 scale of each row's 128-wide groups"});
+    return v;
+  }
+  return {{"y_sorted", s.out_dtype(), {rows, s.hidden}, s.routed_weight ? "h * w2^T * row_weight" : "h * w2^T"}};
 }
 
 std::int64_t input_rows(const GmmSpec& s, const TensorMap& in) {
@@ -67,6 +77,9 @@ void check_inputs(const GmmSpec& s, const TensorMap& in) {
   if (s.routed_weight && in.at("row_weight").numel() != R)
     throw Error("gmm: row_weight has " + std::to_string(in.at("row_weight").numel()) + " entries, " +
                 std::string(s.act_name()) + " has " + std::to_string(R) + " rows");
+  if (s.fp8 && in.at(s.act_scale_name()).shape()[0] != R)
+    throw Error(std::string("gmm: ") + s.act_scale_name() + " has " + std::to_string(in.at(s.act_scale_name()).shape()[0]) +
+                " rows, " + s.act_name() + " has " + std::to_string(R) + ": give the scales of the same rows");
 }
 
 }  // namespace gmm

@@ -65,11 +65,13 @@ void check_offsets(const GmmSpec& s, const Tensor& off, std::int64_t rows) {
 std::vector<char> zero_rows(const Tensor& act) {
   const std::int64_t R = act.shape()[0], C = act.shape()[1];
   std::vector<char> z(static_cast<std::size_t>(R), 1);
-  const bool half = dtype_size(act.dtype()) == 2;
+  const bool half = dtype_size(act.dtype()) == 2, byte = dtype_size(act.dtype()) == 1;
   const auto* a = act.data<std::uint16_t>();
+  const auto* a8 = act.data<std::uint8_t>();
   for (std::int64_t r = 0; r < R; ++r)
     for (std::int64_t c = 0; c < C; ++c)
-      if (half ? (a[r * C + c] & 0x7FFF) != 0 : act.get(r * C + c) != 0.0) {  // +0 and -0 are both zero
+      if (byte ? (a8[r * C + c] & 0x7F) != 0
+               : half ? (a[r * C + c] & 0x7FFF) != 0 : act.get(r * C + c) != 0.0) {  // +0 and -0 are both zero
         z[r] = 0;
         break;
       }
@@ -84,6 +86,11 @@ void make_inputs(const GmmSpec& s, const InputOptions& opt, TensorMap& in) {
   if (have_act && !have_off)
     throw Error(std::string("gmm: ") + s.act_name() + " was given without offsets: give offsets [" +
                 std::to_string(E + 1) + "] (i32) too, so the rows' experts are known");
+  if (s.fp8)
+    for (auto [t, scale] : {std::pair{s.act_name(), s.act_scale_name()}, std::pair{s.weight_name(), s.weight_scale_name()}})
+      if (in.count(t) != in.count(scale))
+        throw Error(std::string("gmm: fp8 ") + (in.count(t) ? t : scale) + " was given without " +
+                    (in.count(t) ? scale : t) + ": give both (the codes and their scales) or neither");
   if (have_act) {
     const Tensor& a = in.at(s.act_name());
     if (a.shape().size() != 2)
@@ -110,7 +117,12 @@ void make_inputs(const GmmSpec& s, const InputOptions& opt, TensorMap& in) {
   const auto* o = off.data<std::int32_t>();
   const std::int64_t R = o[E];
 
-  if (!have_act) {
+  if (!have_act && s.fp8) {
+    std::vector<char> pad(static_cast<std::size_t>(R), 0);
+    if (!have_off)
+      for (std::int64_t e = 0; e < E; ++e) std::fill(pad.begin() + o[e] + real[e], pad.begin() + o[e + 1], char{1});
+    make_fp8_activations(s, R, pad, opt.seed, in);
+  } else if (!have_act) {
     // Unit-normal activations; the weights carry 1/sqrt(k) so every product stays O(1).
     Tensor a(s.dtype, {R, s.k_dim()});
     fill_normal(a, opt.seed, 1, 1.0);
@@ -121,7 +133,9 @@ void make_inputs(const GmmSpec& s, const InputOptions& opt, TensorMap& in) {
     }
     in[s.act_name()] = std::move(a);
   }
-  if (!have_w) {
+  if (!have_w && s.fp8) {
+    make_fp8_weights(s, opt.seed, in);
+  } else if (!have_w) {
     Tensor w(s.dtype, {E, s.n_w(), s.k_dim()});
     fill_normal(w, opt.seed, 2, 1.0 / std::sqrt(static_cast<double>(s.k_dim())));
     in[s.weight_name()] = std::move(w);

@@ -88,6 +88,7 @@ void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every
 
   bool all = false;
   const auto rows = reference_rows(s, in, &all, every_row);
+  if (s.fp8) return reference_fp8(s, in, out, rows);
   // Rows left out hold NaN (never a plausible result), padding rows their exact zero.
   if (static_cast<std::int64_t>(rows.size()) != R) {
     for (std::int64_t i = 0; i < y.numel(); ++i) y.set(i, std::numeric_limits<double>::quiet_NaN());

@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "common/fp8_problem.hpp"
 #include "moe/error.hpp"
 #include "moe/memory.hpp"
 
@@ -16,7 +17,9 @@ namespace moe {
 GmmSpec GmmSpec::parse(const Params& p) {
   GmmSpec s;
   s.tokens = p.i("tokens");
-  s.dtype = parse_dtype(p.s("dtype"));
+  s.fp8 = p.s("dtype") == "fp8";
+  s.dtype = s.fp8 ? DType::e4m3 : parse_dtype(p.s("dtype"));
+  s.ue8m0 = s.fp8 && p.has("scale_fmt") && p.s("scale_fmt") == "ue8m0";
   s.experts = p.i("experts");
   s.topk = p.i("topk");
   s.shared = p.i("shared");
@@ -25,8 +28,9 @@ GmmSpec GmmSpec::parse(const Params& p) {
   s.align = p.i("align");
   s.down = p.s("stage") == "down";
   s.routed_weight = p.b("routed_weight");
-  if (s.dtype != DType::bf16 && s.dtype != DType::f16)
-    throw Error("gmm computes in bf16 or f16, not " + std::string(dtype_name(s.dtype)));
+  if (s.dtype != DType::bf16 && s.dtype != DType::f16 && !s.fp8)
+    throw Error("gmm computes in bf16, f16 or fp8, not " + std::string(dtype_name(s.dtype)));
+  if (s.fp8) check_fp8_dims("gmm", s.hidden, s.intermediate);
   if (s.topk > s.experts)
     throw Error("gmm: topk=" + std::to_string(s.topk) + " is larger than experts=" + std::to_string(s.experts));
   if (s.routed_weight && !s.down)
@@ -66,7 +70,7 @@ GmmMemory gmm_host_memory(const GmmSpec& s, bool weights_given, bool acts_given)
   if (!weights_given) m.weights = static_cast<double>(s.e_local()) * static_cast<double>(s.weight_bytes_per_expert());
   if (!acts_given) m.activations = rows * static_cast<double>(s.k_dim()) * es;
   // The reference and one backend's outputs live side by side.
-  m.outputs = 2 * rows * static_cast<double>(s.n_out()) * es;
+  m.outputs = 2 * rows * static_cast<double>(s.n_out()) * static_cast<double>(dtype_size(s.out_dtype()));
   return m;
 }
 

@@ -11,7 +11,9 @@ namespace moe {
 
 struct GmmSpec {
   std::int64_t tokens = 0;
-  DType dtype = DType::bf16;
+  DType dtype = DType::bf16;     // of the operands (e4m3 for fp8) and, but for fp8 down, of the output
+  bool fp8 = false;               // dtype=fp8: e4m3 operands with block scales (DESIGN.md 1.6)
+  bool ue8m0 = false;             // fp8: activation scales rounded up to powers of two
   std::int64_t experts = 0, topk = 0, shared = 0;
   std::int64_t hidden = 0;        // D
   std::int64_t intermediate = 0;  // I
@@ -31,6 +33,10 @@ struct GmmSpec {
   std::int64_t n_out() const { return down ? hidden : intermediate; }
   std::int64_t n_w() const { return down ? hidden : 2 * intermediate; }
   std::size_t elem_bytes() const { return dtype_size(dtype); }
+  // fp8 down writes bf16 (rounded once); everything else writes the operands' dtype.
+  DType out_dtype() const { return fp8 && down ? DType::bf16 : dtype; }
+  // fp8: one fp32 scale per 128 K of an activation row, per 128x128 block of a weight.
+  std::int64_t k_groups() const { return k_dim() / 128; }
   std::size_t weight_bytes_per_expert() const {
     return static_cast<std::size_t>(n_w()) * static_cast<std::size_t>(k_dim()) * elem_bytes();
   }
@@ -45,6 +51,8 @@ struct GmmSpec {
   const char* act_name() const { return down ? "h" : "x_sorted"; }
   const char* weight_name() const { return down ? "w2" : "w13"; }
   const char* out_name() const { return down ? "y_sorted" : "h"; }
+  const char* act_scale_name() const { return down ? "h_scale" : "x_scale"; }
+  const char* weight_scale_name() const { return down ? "w2_scale" : "w13_scale"; }
   std::string describe() const;  // "stage=up experts=257 hidden=7168 intermediate=2048"
 };
 

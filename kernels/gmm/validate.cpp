@@ -36,6 +36,7 @@ void fix_row_in_detail(std::string& detail, const std::vector<std::int64_t>& row
 }  // namespace
 
 Validation validate(const GmmSpec& s, const TensorMap& in, const TensorMap& got_map, const TensorMap& ref_map) {
+  if (s.fp8 && !s.down) return validate_fp8_up(s, in, got_map, ref_map);
   const std::string name = s.out_name();
   const Tensor& got = got_map.at(name);
   const Tensor& ref = ref_map.at(name);
@@ -94,10 +95,10 @@ Validation validate(const GmmSpec& s, const TensorMap& in, const TensorMap& got_
     if (std::isfinite(v)) sq += v * v, ++n;
   }
   const double rms = n ? std::sqrt(sq / static_cast<double>(n)) : 0.0;
-  const double rtol = elem_rtol(s.dtype);
+  const double rtol = elem_rtol(s.out_dtype());
   Check close = compare_close(gs.shape().empty() ? name : name + " (" + std::to_string(rows.size()) + " of " +
                                                               std::to_string(R) + " rows vs the fp64 reference)",
-                              gc, rc, rel_l2_tolerance(s.dtype), rtol, rtol * rms);
+                              gc, rc, rel_l2_tolerance(s.out_dtype()), rtol, rtol * rms);
   if (!gs.shape().empty()) fix_row_in_detail(close.detail, rows);
   checks.push_back(close);
   return make_validation(std::move(checks));
@@ -114,11 +115,16 @@ Cost cost(const GmmSpec& s, const TensorMap& in) {
   double active = 0;
   for (std::int64_t e = 0; e < s.e_local(); ++e) active += o[e + 1] > o[e] ? 1 : 0;
   const double R = static_cast<double>(act.shape()[0]), es = static_cast<double>(s.elem_bytes());
+  const double os = static_cast<double>(dtype_size(s.out_dtype()));
+  // fp8: a scale per 128 of every activation row, output row (up) and 128x128 weight block.
+  const double scales = s.fp8 ? 4.0 * (R * static_cast<double>(s.k_groups() + (s.down ? 0 : s.n_out() / 128)) +
+                                       active * static_cast<double>(s.n_w() / 128 * s.k_groups()))
+                              : 0.0;
   Cost c;
   c.flops = 2.0 * real * static_cast<double>(s.k_dim()) * static_cast<double>(s.n_w());
   c.bytes = active * static_cast<double>(s.weight_bytes_per_expert()) + R * static_cast<double>(s.k_dim()) * es +
-            R * static_cast<double>(s.n_out()) * es + static_cast<double>(s.e_local() + 1) * 4 +
-            (s.routed_weight ? R * 4 : 0);
+            R * static_cast<double>(s.n_out()) * os + static_cast<double>(s.e_local() + 1) * 4 +
+            (s.routed_weight ? R * 4 : 0) + scales;
   return c;
 }
 
@@ -131,7 +137,7 @@ Cost estimate(const GmmSpec& s) {
   Cost c;
   c.flops = 2.0 * rows * static_cast<double>(s.k_dim()) * static_cast<double>(s.n_w());
   c.bytes = active * static_cast<double>(s.weight_bytes_per_expert()) +
-            rows * static_cast<double>(s.k_dim() + s.n_out()) * es;
+            rows * (static_cast<double>(s.k_dim()) * es + static_cast<double>(s.n_out() * dtype_size(s.out_dtype())));
   return c;
 }
 

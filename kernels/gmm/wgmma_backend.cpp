@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "gmm/alignment.hpp"
+#include "gmm/detail.hpp"
 #include "gmm/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
@@ -161,6 +162,7 @@ std::size_t workspace_bytes(const GmmSpec& s, const Config& c, int sm_count) {
 }
 
 std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev) {
+  if (s.fp8) return kFp8NoCuda;
   if (s.hidden % 8 != 0 || s.intermediate % 8 != 0)
     return "kernel=wgmma reads rows with TMA (16-byte aligned rows): hidden (" + std::to_string(s.hidden) +
            ") and intermediate (" + std::to_string(s.intermediate) + ") must be multiples of 8";

@@ -205,8 +205,8 @@ class HeaderParser {
 };
 
 const char* kSupported =
-    "supported are '<f4' (f32), '<f2' (f16), '<f8' (f64), '<i4' (i32), '<i8' (i64) and '<u2' or '<V2' "
-    "(bf16 bit patterns)";
+    "supported are '<f4' (f32), '<f2' (f16), '<f8' (f64), '<i4' (i32), '<i8' (i64), '<u2' or '<V2' "
+    "(bf16 bit patterns) and '|u1' or '|V1' (e4m3 codes, as ml_dtypes' float8_e4m3fn)";
 
 DType dtype_of_descr(const PyValue& d, const std::string& path) {
   if (d.kind == PyValue::List)
@@ -227,6 +227,8 @@ DType dtype_of_descr(const PyValue& d, const std::string& path) {
   if (body == "i8" && multi_byte_ok) return DType::i64;
   if (body == "u2" && multi_byte_ok) return DType::bf16;
   if (body == "V2") return DType::bf16;
+  // One-byte types carry no byte order; numpy writes them with '|'.
+  if (body == "u1" || body == "V1") return DType::e4m3;
   fail(path, "has dtype '" + printable(s) + "', which moebench does not read: " + kSupported +
                  "; convert with e.g. a.astype(np.float32)");
 }
@@ -290,6 +292,7 @@ std::string npy_descr(DType t) {
     case DType::i32: return "<i4";
     case DType::i64: return "<i8";
     case DType::bf16: return "<u2";
+    case DType::e4m3: return "|u1";
   }
   return "?";
 }

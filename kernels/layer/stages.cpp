@@ -1,5 +1,7 @@
 #include "layer/stages.hpp"
 
+#include <algorithm>
+
 namespace moe {
 
 static Params stage_problem(const std::string& fam, const Params& layer, std::initializer_list<std::pair<const char*, Value>> extra) {
@@ -7,6 +9,12 @@ static Params stage_problem(const std::string& fam, const Params& layer, std::in
   Params p;
   for (auto& [k, v] : layer.values())
     if (f.problem_param(k)) p.set(k, v);
+  // fp8 is dispatch's and gmm's business (DESIGN.md 1.6): the router reads bf16 logits and
+  // combine sums the bf16 rows gmm down writes.
+  const ParamSpec* dt = f.problem_param("dtype");
+  if (layer.has("dtype") && layer.s("dtype") == "fp8" && dt &&
+      std::find(dt->choices.begin(), dt->choices.end(), "fp8") == dt->choices.end())
+    p.set("dtype", std::string("bf16"));
   for (auto& [k, v] : extra) p.set(k, v);
   return complete(f.problem_params, p, "layer stage " + fam);
 }

@@ -200,4 +200,12 @@ void moe_layer(const Kernel& k, TensorRef logits, const TensorRef* bias, TensorR
   k.run(rows_of(x, "x"), in, {{"out", out}}, stream, ws, ws_bytes);
 }
 
+void moe_layer_fp8(const Kernel& k, TensorRef logits, const TensorRef* bias, TensorRef x, TensorRef w13,
+                   TensorRef w13_scale, TensorRef w2, TensorRef w2_scale, TensorRef out, void* stream, void* ws,
+                   std::size_t ws_bytes) {
+  RefMap in{{"logits", logits}, {"x", x}, {"w13", w13}, {"w13_scale", w13_scale}, {"w2", w2}, {"w2_scale", w2_scale}};
+  if (bias) in["bias"] = *bias;
+  k.run(rows_of(x, "x"), in, {{"out", out}}, stream, ws, ws_bytes);
+}
+
 }  // namespace moe

@@ -38,6 +38,8 @@ std::string device_slug(const DeviceInfo& dev) {
 std::string problem_key(const Params& problem) {
   Params p = problem;
   p.erase("tokens");
+  // The scale format means something for fp8 only: bf16 and f16 keys stay as they were.
+  if (p.has("scale_fmt") && !(p.has("dtype") && p.at("dtype") == Value(std::string("fp8")))) p.erase("scale_fmt");
   return p.str();
 }
 

@@ -37,7 +37,8 @@ struct ConfigTable {
 // for cuda ("NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3").
 std::string device_slug(const DeviceInfo& dev);
 std::string slugify(const std::string& name);
-// The problem without its token count, as "name=value,..." in name order: one table per key.
+// The problem without its token count, as "name=value,..." in name order: one table per key
+// (scale_fmt only where dtype is fp8, so other keys read as before it existed).
 std::string problem_key(const Params& problem);
 // <dir>/<device>/<kernel>/<problem key>.json
 std::string table_path(const std::string& dir, const std::string& device, const std::string& kernel,

@@ -83,6 +83,22 @@ TEST(Cli, BadParameterValueSaysWhatIsAllowed) {
   EXPECT_NE(r.out.find("softmax|sigmoid"), std::string::npos) << r.out;
 }
 
+// fp8 (block-scaled W8A8): a model served in fp8 tuned in bf16 gets one note line; a --tp
+// that breaks the 128 blocks is refused naming the ones that work; vLLM's spelling is taken.
+TEST(Cli, Fp8NoteTpRefusalAndAlias) {
+  auto note = sh("run dispatch --model qwen3-30b-a3b --tokens 2 --backend cpu");
+  EXPECT_EQ(note.rc, 0) << note.out;
+  EXPECT_NE(note.out.find("note: qwen3-30b-a3b is served in fp8"), std::string::npos) << note.out;
+  EXPECT_NE(note.out.find("--dtype fp8"), std::string::npos) << note.out;
+  auto tp = sh("run gmm --model qwen3-30b-a3b --tp 4 --dtype fp8 --tokens 1 --backend cpu");
+  EXPECT_EQ(tp.rc, 2) << tp.out;
+  EXPECT_NE(tp.out.find("use --tp 1, 2, 3, 6"), std::string::npos) << tp.out;
+  EXPECT_EQ(lines(tp.out), 1) << tp.out;
+  auto alias = sh("run dispatch --model qwen3-30b-a3b --dtype fp8_w8a8 --tokens 3 --backend cpu");
+  EXPECT_EQ(alias.rc, 0) << alias.out;
+  EXPECT_EQ(alias.out.find("note:"), std::string::npos) << alias.out;
+}
+
 TEST(Cli, CudaBackendWithoutDeviceSaysSo) {
   if (moe::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible";
   auto r = sh("run router --backend cuda");

@@ -29,9 +29,20 @@ std::string advice(const FamilyDesc& f, const Params& problem, const std::string
   // The input follows the problem's dtype when setting that dtype sets the input's.
   if (std::find(choices.begin(), choices.end(), g) != choices.end() && dtype_with(f, problem, g, name) == got)
     return to + ", or set the problem's dtype to match: --dtype " + g;
+  // e4m3 codes are what the fp8 problem takes.
+  if (got == DType::e4m3 && std::find(choices.begin(), choices.end(), "fp8") != choices.end() &&
+      dtype_with(f, problem, "fp8", name) == got)
+    return to + ", or set the problem's dtype to match: --dtype fp8";
+  auto tensor_dtype = [](const std::string& c) -> std::optional<DType> {
+    try {
+      return parse_dtype(c);
+    } catch (const Error&) {
+      return std::nullopt;  // fp8 names a recipe, not one tensor type
+    }
+  };
   bool follows = false;
   for (const std::string& c : choices)
-    follows = follows || (c != dtype_name(want) && dtype_with(f, problem, c, name) == parse_dtype(c));
+    follows = follows || (c != dtype_name(want) && tensor_dtype(c) && dtype_with(f, problem, c, name) == tensor_dtype(c));
   if (!follows) return to + " (" + name + " is always " + std::string(dtype_name(want)) + ")";
   std::string list;
   for (const std::string& c : choices) list += (list.empty() ? "" : "|") + c;

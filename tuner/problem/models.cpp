@@ -76,6 +76,32 @@ std::string normalise_dtype(const std::string& s) {
   }
 }
 
+// quantization_config as Hugging Face writes it (presets copy it verbatim). Only fp8 matters
+// here: "quant" = "fp8" when it is the 128x128 / 1x128 recipe moebench runs, or a sentence
+// saying what differs, so that --dtype fp8 can refuse it while bf16 tuning still loads.
+void read_quantization(const json& q, const std::string& where, Params& m) {
+  if (!q.is_object()) throw Error(where + ": quantization_config is " + q.dump() + ", expected an object");
+  const auto method = q.find("quant_method");
+  if (method == q.end() || !method->is_string() || method->get<std::string>() != "fp8") return;
+  std::string quant = "fp8";
+  if (const auto b = q.find("weight_block_size"); b != q.end()) {
+    const bool ok = b->is_array() && b->size() == 2 && (*b)[0] == 128 && (*b)[1] == 128;
+    if (!ok) quant = "fp8 with weight_block_size " + b->dump();
+  } else {
+    quant = "fp8 without weight blocks (per-tensor scales)";
+  }
+  if (const auto a = q.find("activation_scheme"); a != q.end() && *a != "dynamic")
+    quant = "fp8 with activation_scheme " + a->dump();
+  m.set("quant", quant);
+  std::string fmt = "fp32";
+  if (const auto f = q.find("scale_fmt"); f != q.end() && !f->is_null()) {
+    if (!f->is_string() || (*f != "ue8m0" && *f != "fp32" && *f != "float32"))
+      throw Error(where + ": quantization_config.scale_fmt is " + f->dump() + ", expected \"ue8m0\" or \"fp32\"");
+    fmt = *f == "ue8m0" ? "ue8m0" : "fp32";
+  }
+  m.set("scale_fmt", fmt);
+}
+
 // ---- presets
 
 Params load_preset(const std::string& path) {
@@ -84,9 +110,10 @@ Params load_preset(const std::string& path) {
   std::vector<std::string> names;
   for (auto& s : model_specs()) names.push_back(s.name);
   for (auto& [k, v] : j.items()) {
-    if (k == "name" || k == "source" || k == "notes") continue;
+    if (k == "name" || k == "source" || k == "notes" || k == "quantization_config") continue;
     if (std::find(names.begin(), names.end(), k) == names.end())
-      throw Error(where + " has an unknown field '" + k + "' (fields: " + join(names) + ", name, source, notes)");
+      throw Error(where + " has an unknown field '" + k + "' (fields: " + join(names) +
+                  ", name, source, notes, quantization_config)");
   }
   Params m;
   for (auto& s : model_specs()) {
@@ -117,6 +144,7 @@ Params load_preset(const std::string& path) {
     }
   }
   check_model(m, where);
+  if (j.contains("quantization_config")) read_quantization(j.at("quantization_config"), where, m);
   return m;
 }
 
@@ -323,7 +351,32 @@ Params load_hf_config(const std::string& path) {
   m.set("dtype", dt);
 
   check_model(m, "Hugging Face config '" + path + "'");
+  if (const json* q = c.find({"quantization_config"})) read_quantization(*q, "Hugging Face config '" + path + "'", m);
   return m;
+}
+
+std::vector<int> fp8_tp_values(std::int64_t intermediate) {
+  std::vector<int> v;
+  for (int tp = 1; tp <= 64 && tp <= intermediate; ++tp)
+    if (intermediate % tp == 0 && (intermediate / tp) % 128 == 0) v.push_back(tp);
+  return v;
+}
+
+void check_fp8_model(const Params& model, const Params& problem, int tp) {
+  const std::string where = "fp8 (block-scaled W8A8)";
+  if (model.has("quant") && model.s("quant") != "fp8")
+    throw Error(where + ": the model is " + model.s("quant") +
+                ", but moebench's fp8 is 128x128 weight blocks with 1x128 dynamic activation groups: tune it in bf16");
+  if (problem.has("hidden") && problem.i("hidden") % 128 != 0)
+    throw Error(where + " needs the hidden size to be a multiple of 128 (the scale blocks); this model's is " +
+                std::to_string(problem.i("hidden")) + ": tune it in bf16");
+  if (!problem.has("intermediate") || problem.i("intermediate") % 128 == 0) return;
+  const std::int64_t full = problem.i("intermediate") * tp;
+  std::string good;
+  for (int t : fp8_tp_values(full)) good += (good.empty() ? "" : ", ") + std::to_string(t);
+  throw Error(where + " needs the intermediate size per TP shard to be a multiple of 128, and " +
+              std::to_string(full) + " / --tp " + std::to_string(tp) + " = " + std::to_string(problem.i("intermediate")) +
+              " is not: " + (good.empty() ? "no --tp gives that for this model; tune it in bf16" : "use --tp " + good));
 }
 
 Params apply_parallelism(Params model, int tp, int ep, int ep_rank) {

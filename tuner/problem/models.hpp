@@ -4,7 +4,10 @@
 //
 // Every loader returns exactly the model's problem parameters: experts, topk, shared, groups,
 // topk_group, hidden, intermediate (int64), bias, renormalize (int64 0/1), rsf (double),
-// group_score, scoring, dtype (strings). A family takes the ones it has.
+// group_score, scoring, dtype (strings). A family takes the ones it has. A model served in fp8
+// (quantization_config with quant_method fp8) adds quant ("fp8" for the 128x128 / 1x128 recipe,
+// else a phrase saying how it differs) and scale_fmt (fp32 | ue8m0); dtype stays the
+// activations' type, and --dtype fp8 selects the recipe.
 #include <string>
 #include <vector>
 
@@ -33,5 +36,10 @@ Params load_hf_config(const std::string& path);
 // (dst = -1), as EP deployments run shared experts as a separate dense MLP. ep == 1 sets no
 // range (every expert is local, shared ones included).
 Params apply_parallelism(Params model, int tp, int ep, int ep_rank);
+// The --tp values (up to 64) that leave an intermediate size a multiple of 128, fp8's block.
+std::vector<int> fp8_tp_values(std::int64_t intermediate);
+// Refuses a family's fp8 problem the model cannot run: its own fp8 is another recipe, or D or
+// I/tp is not a multiple of 128 (naming the --tp values that work).
+void check_fp8_model(const Params& model, const Params& problem, int tp);
 
 }  // namespace moe::tuner

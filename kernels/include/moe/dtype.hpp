@@ -1,6 +1,7 @@
 #pragma once
 // Element types of every tensor moebench reads, writes or computes with.
-// bf16 and f16 are stored as their raw 16-bit patterns (uint16_t) on the host.
+// bf16 and f16 are stored as their raw 16-bit patterns (uint16_t) on the host, e4m3 (OCP FP8
+// E4M3FN, the fp8 recipe's codes) as raw bytes (uint8_t).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -8,10 +9,10 @@
 
 namespace moe {
 
-enum class DType { f32, f16, bf16, i32, i64, f64 };
+enum class DType { f32, f16, bf16, i32, i64, f64, e4m3 };
 
 std::size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);  // "f32", "f16", "bf16", "i32", "i64", "f64"
+std::string_view dtype_name(DType t);  // "f32", "f16", "bf16", "i32", "i64", "f64", "e4m3"
 DType parse_dtype(std::string_view s);  // accepts the names above and fp32/float32/bfloat16/...
 bool is_float(DType t);
 

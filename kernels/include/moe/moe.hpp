@@ -71,5 +71,11 @@ void combine(const Kernel& k, TensorRef y_sorted, TensorRef dst, TensorRef weigh
 // The whole layer; `workspace` must hold k.workspace_bytes(T) bytes (intermediates included).
 void moe_layer(const Kernel& k, TensorRef logits, const TensorRef* bias, TensorRef x, TensorRef w13, TensorRef w2,
                TensorRef out, void* stream, void* workspace, std::size_t workspace_bytes);
+// The layer with dtype=fp8 (DESIGN.md 1.6): bf16 logits and x, e4m3 weights (uint8 codes) with
+// one f32 scale per 128x128 block, bf16 out. The other families' fp8 tensors (x_scale, h_scale,
+// ...) go through Kernel::run by name.
+void moe_layer_fp8(const Kernel& k, TensorRef logits, const TensorRef* bias, TensorRef x, TensorRef w13,
+                   TensorRef w13_scale, TensorRef w2, TensorRef w2_scale, TensorRef out, void* stream, void* workspace,
+                   std::size_t workspace_bytes);
 
 }  // namespace moe

@@ -21,6 +21,8 @@ struct ParamSpec {
   Value default_value;
   std::string help;
   std::vector<std::string> choices;  // Choice: allowed strings
+  // Choice: other spellings accepted on input and stored as the canonical choice.
+  std::vector<std::pair<std::string, std::string>> aliases;
   std::int64_t min = INT64_MIN;      // Int: inclusive range
   std::int64_t max = INT64_MAX;
   double above = -HUGE_VAL;  // Float: values must be greater than this

@@ -175,8 +175,35 @@ TEST(NpyFixtures, UnsupportedDtypesSayWhatIsSupported) {
   expect_error(kData + "f32_bigendian.npy", {"big-endian", "'>f4'", "newbyteorder"});
   expect_error(kData + "u32.npy", {"'<u4'", "does not read", "'<f4' (f32)", "'<u2'", "astype"});
   expect_error(kData + "bool.npy", {"'|b1'", "supported are"});
-  expect_error(kData + "u8.npy", {"'|u1'", "supported are"});
   expect_error(kData + "structured.npy", {"structured dtype", "supported are"});
+}
+
+// e4m3 codes come as numpy's uint8 ('|u1', what moebench writes) or as ml_dtypes'
+// float8_e4m3fn, which numpy describes as an opaque byte ('|V1'): both read as the same codes.
+TEST(NpyFixtures, E4m3CodesFromUint8AndFromMlDtypes) {
+  Tensor t = moe::read_npy(kData + "u8.npy");
+  ASSERT_EQ(t.dtype(), DType::e4m3);
+  ASSERT_EQ(t.shape(), (Shape{4}));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(t.data<std::uint8_t>()[i], i);
+  EXPECT_EQ(t.get(1), 0x1.0p-9);  // code 1: the smallest subnormal
+
+  TempDir dir;
+  std::string text = slurp(kData + "u8.npy");
+  const auto at = text.find("|u1");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 3, "|V1");
+  text.replace(text.size() - 4, 4, std::string("\x7e\xfe\x7f\x38", 4));
+  const std::string path = dir.file("f8.npy");
+  {
+    std::ofstream o(path, std::ios::binary);
+    o << text;
+  }
+  Tensor v = moe::read_npy(path);
+  ASSERT_EQ(v.dtype(), DType::e4m3);
+  EXPECT_EQ(v.get(0), 448.0);
+  EXPECT_EQ(v.get(1), -448.0);
+  EXPECT_TRUE(std::isnan(v.get(2)));
+  EXPECT_EQ(v.get(3), 1.0);
 }
 
 // ---------------------------------------------------------------- round trips
@@ -185,7 +212,7 @@ TEST(NpyRoundTrip, EveryDtypeAndShapeBitExact) {
   TempDir dir;
   const std::vector<Shape> shapes = {{}, {0}, {1}, {5}, {0, 3}, {3, 0, 2}, {2, 3}, {7, 1, 3}, {2, 1, 3, 2}, {257}};
   std::uint64_t seed = 1;
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i64, DType::f64}) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i64, DType::f64, DType::e4m3}) {
     for (const Shape& s : shapes) {
       const Tensor x = random_tensor(t, s, seed++);
       const std::string path = dir.file("rt_" + std::string(moe::dtype_name(t)) + "_" + std::to_string(seed) + ".npy");

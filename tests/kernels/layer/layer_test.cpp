@@ -30,6 +30,31 @@ TEST(Layer, CpuMatchesChainedReferences) {
   }
 }
 
+// fp8 block-scaled (DESIGN.md 1.6): the stages pass codes and scales along (x_sorted +
+// x_scale, h + h_scale), router and combine stay bf16, and the end-to-end bound holds.
+TEST(Layer, Fp8CpuMatchesChainedReferences) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  for (const char* fmt : {"fp32", "ue8m0"})
+    for (std::int64_t T : {3, 29}) {
+      moe::Params L = small_layer(T);
+      L.set("dtype", std::string("fp8")).set("scale_fmt", std::string(fmt));
+      L.set("hidden", std::int64_t{256}).set("intermediate", std::int64_t{128});
+      moe::InputOptions opt;
+      opt.seed = 300 + T;
+      const auto p = moe::tuner::prepare(f, L, opt);
+      EXPECT_EQ(p.inputs.at("w13").dtype(), moe::DType::e4m3);
+      EXPECT_EQ(p.inputs.at("w2_scale").shape(), (moe::Shape{13, 2, 1}));
+      EXPECT_EQ(p.reference.at("out").dtype(), moe::DType::bf16);
+      const auto cfg = moe::tuner::complete_config(f, moe::Backend::cpu, p.problem, {}, moe::cpu_device_info(2));
+      auto o = moe::tuner::run_cpu(p, cfg, 2);
+      EXPECT_TRUE(o.validation.ok) << fmt << " T=" << T << " " << o.validation.summary();
+      // A token a quarter off must fail even the looser bound.
+      moe::Tensor& out = o.outputs.at("out");
+      for (std::int64_t d = 0; d < 256; ++d) out.set(2 * 256 + d, out.get(2 * 256 + d) * 1.25 + 0.5);
+      EXPECT_FALSE(f.validate(p.problem, p.inputs, o.outputs, p.reference).ok) << fmt << " T=" << T;
+    }
+}
+
 TEST(Layer, ValidationCatchesAWrongToken) {
   const moe::FamilyDesc& f = moe::family("moe-layer");
   moe::InputOptions opt;

@@ -66,4 +66,30 @@ TEST(RuntimeKernelLayer, StagesArePinnedFromTheKernelsOwnTables) {
   std::filesystem::remove_all(dir);
 }
 
+// moe_layer_fp8: the fp8 layer through the public API on the cpu backend, stage configs pinned
+// (defaults here), against the fp8 reference chain.
+TEST(RuntimeKernelLayer, Fp8LayerThroughThePublicEntryPoint) {
+  Params L = layer_problem();
+  L.set("dtype", std::string("fp8")).set("hidden", std::int64_t{128}).set("intermediate", std::int64_t{256});
+  L.set("scale_fmt", std::string("ue8m0"));
+  KernelOptions o;
+  o.backend = Backend::cpu;
+  o.table_dirs = std::vector<std::string>{moe::testing::fresh_temp_dir("kernel-layer-fp8").string()};
+  o.quiet = true;
+  const Kernel k("moe-layer", L, o);
+  Params p = L;
+  p.set("tokens", std::int64_t{11});
+  InputOptions opt;
+  opt.seed = 5;
+  const auto prep = tuner::prepare(family("moe-layer"), p, opt);
+  TensorMap out = allocate(prep.output_specs);
+  poison_host(out.at("out").ref());
+  std::vector<std::byte> ws(k.workspace_bytes(11));
+  auto in = [&](const char* n) { return prep.inputs.at(n).ref(); };
+  moe_layer_fp8(k, in("logits"), nullptr, in("x"), in("w13"), in("w13_scale"), in("w2"), in("w2_scale"),
+                out.at("out").ref(), nullptr, ws.data(), ws.size());
+  const Validation v = family("moe-layer").validate(prep.problem, prep.inputs, out, prep.reference);
+  EXPECT_TRUE(v.ok) << v.summary();
+}
+
 }  // namespace

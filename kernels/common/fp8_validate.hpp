@@ -1,0 +1,19 @@
+#pragma once
+// The check of a quantized output (DESIGN.md 1.6), shared by dispatch (x_sorted) and gmm up (h).
+#include <string>
+#include <vector>
+
+#include "moe/family.hpp"
+
+namespace moe {
+
+// codes [R,N] e4m3 and scales [R,N/128] f32 against the reference's: every element written;
+// scales within 1 ulp (ue8m0: one power of two, what a 1-ulp change before rounding up gives);
+// codes within one e4m3 step (division vs reciprocal), NaN exactly where the reference has
+// NaN; the dequantized values by relative L2. Rows whose reference scale is NaN were not
+// computed and are only checked for being written and finite. `pad` (optional) marks rows
+// whose codes must be exactly zero.
+std::vector<Check> check_quantized(const std::string& name, const Tensor& got_q, const Tensor& got_s, const Tensor& ref_q,
+                                   const Tensor& ref_s, bool ue8m0, const std::vector<char>* pad = nullptr);
+
+}  // namespace moe

@@ -1,0 +1,99 @@
+#pragma once
+// The quantizing gather of fp8 dispatch (DESIGN.md 1.6): x [T,D] bf16 -> x_sorted [R,D] e4m3 +
+// x_scale [R,D/128] f32, x read once and x_sorted and its scales written once. A warp takes
+// four 128-column groups of a row; eight lanes share a group, each loading 16 bf16 (two 16-byte
+// loads), reducing the group's amax over its eight lanes by shuffles and storing its 16 codes
+// as one 16-byte store. Padding rows are zero rows quantized by the same rule.
+// Device code only: tests/kernels/dispatch/dispatch_fp8_emulation_test.cpp runs it on the cpu
+// under the simt emulator. It is not launched by the cuda backend yet (fp8 problems are refused
+// there). Internal linkage: each includer gets its own copy.
+#include <cstdint>
+
+#include "common/e4m3.hpp"
+
+namespace moe::dispatch_cuda::gather_fp8_kernels {
+
+namespace {
+
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kLanesPerGroup = 8;  // 8 lanes x 16 values = one 128-column group
+constexpr int kGroupsPerWarp = 32 / kLanesPerGroup;
+
+struct QDev {
+  const std::uint16_t* x;  // [T, D] bf16 bits
+  const int* src;          // [rows] slot of each row, -1 on padding
+  std::uint8_t* xs;        // [rows, D] e4m3 codes
+  float* scales;           // [rows, D/128]
+  long long rows, slots;
+  int K;
+  long long D;
+  const int* used;  // offsets[local], or null: every row is in use
+  bool ue8m0;
+};
+
+__device__ __forceinline__ long long q_rows_in_use(const QDev& g) {
+  if (!g.used) return g.rows;
+  const long long u = *g.used;
+  return u < 0 ? 0 : (u < g.rows ? u : g.rows);
+}
+
+__device__ __forceinline__ float bf16_bits_to_float(unsigned bits) { return fp8::f32_from(bits << 16); }
+
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS) quant_gather_kernel(QDev g) {
+  const long long G = g.D / 128, chunks = (G + kGroupsPerWarp - 1) / kGroupsPerWarp;
+  const long long warp = (static_cast<long long>(blockIdx.x) * THREADS + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32, sub = lane % kLanesPerGroup;
+  const long long r = warp / chunks;  // the same for the whole warp: its shuffles see every lane
+  if (r >= q_rows_in_use(g)) return;
+  const long long grp = (warp % chunks) * kGroupsPerWarp + lane / kLanesPerGroup;
+  const bool live = grp < G;  // D/128 not a multiple of 4: the warp's last lanes idle along
+  const int s = g.src[r];
+  const bool pad = s < 0 || s >= g.slots;
+  float v[16];
+  if (live && !pad) {
+    const uint4* in = reinterpret_cast<const uint4*>(g.x + static_cast<long long>(s / g.K) * g.D + grp * 128 + sub * 16);
+    const uint4 a = __ldg(in), b = __ldg(in + 1);
+    const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      v[2 * i] = bf16_bits_to_float(w[i] & 0xFFFFu);
+      v[2 * i + 1] = bf16_bits_to_float(w[i] >> 16);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) v[i] = 0.0f;
+  }
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) amax = fp8::amax_step(amax, v[i]);
+  // The group's eight lanes are lane-aligned, so xor offsets below 8 stay inside it.
+#pragma unroll
+  for (int o = kLanesPerGroup / 2; o > 0; o /= 2) amax = fp8::amax_step(amax, __shfl_xor_sync(kFull, amax, o));
+  if (!live) return;
+  const float scale = fp8::group_scale(amax, g.ue8m0);
+  unsigned packed[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    packed[i] = static_cast<unsigned>(fp8::from_float(v[4 * i] / scale)) |
+                static_cast<unsigned>(fp8::from_float(v[4 * i + 1] / scale)) << 8 |
+                static_cast<unsigned>(fp8::from_float(v[4 * i + 2] / scale)) << 16 |
+                static_cast<unsigned>(fp8::from_float(v[4 * i + 3] / scale)) << 24;
+  uint4 out;
+  out.x = packed[0];
+  out.y = packed[1];
+  out.z = packed[2];
+  out.w = packed[3];
+  __stcs(reinterpret_cast<uint4*>(g.xs + r * g.D + grp * 128 + sub * 16), out);
+  if (sub == 0) g.scales[r * G + grp] = scale;
+}
+
+// Blocks a launch needs for `rows` rows.
+inline long long quant_gather_blocks(long long rows, long long D, int threads) {
+  const long long warps = rows * ((D / 128 + kGroupsPerWarp - 1) / kGroupsPerWarp);
+  return (warps * 32 + threads - 1) / threads;
+}
+
+}  // namespace
+
+}  // namespace moe::dispatch_cuda::gather_fp8_kernels

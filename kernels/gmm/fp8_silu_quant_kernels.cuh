@@ -1,0 +1,85 @@
+#pragma once
+// fp8 gmm up's epilogue pass (DESIGN.md 1.6): gate|up rows in fp32 [R, 2I], as a block-scaled
+// grouped GEMM of w13 writes them, -> h = silu(gate) * up in fp32, requantized per row and 128
+// columns: h [R,I] e4m3 + h_scale [R,I/128], read once and written once. A warp takes four
+// groups of a row; eight lanes share a group, each handling 16 columns (four 16-byte loads of
+// gate and of up, one 16-byte store of codes), the group's amax reduced by shuffles.
+// Device code only: tests/kernels/gmm/fp8_silu_quant_emulation_test.cpp runs it on the cpu
+// under the simt emulator. The cuda backend does not launch it yet (fp8 is refused there).
+#include <cmath>
+#include <cstdint>
+
+#include "common/e4m3.hpp"
+
+namespace moe::gmm::fp8_kernels {
+
+namespace {
+
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kLanesPerGroup = 8;
+constexpr int kGroupsPerWarp = 32 / kLanesPerGroup;
+
+struct SiluQuantArgs {
+  const float* gu;   // [rows, 2I]: gate columns 0..I-1, up columns I..2I-1
+  std::uint8_t* h;   // [rows, I] e4m3
+  float* h_scale;    // [rows, I/128]
+  long long rows;
+  int I;
+  const int* used;   // offsets[E]: rows past it belong to no expert and are left alone; null: all
+  bool ue8m0;
+};
+
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS) silu_quant_kernel(const SiluQuantArgs p) {
+  const long long G = p.I / 128, chunks = (G + kGroupsPerWarp - 1) / kGroupsPerWarp;
+  const long long warp = (static_cast<long long>(blockIdx.x) * THREADS + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32, sub = lane % kLanesPerGroup;
+  const long long r = warp / chunks;  // one row per warp: its shuffles see every lane
+  long long in_use = p.rows;
+  if (p.used) in_use = *p.used < 0 ? 0 : (*p.used < p.rows ? *p.used : p.rows);
+  if (r >= in_use) return;
+  const long long grp = (warp % chunks) * kGroupsPerWarp + lane / kLanesPerGroup;
+  const bool live = grp < G;
+  float h[16];
+  float amax = 0.0f;
+  if (live) {
+    const float4* g4 = reinterpret_cast<const float4*>(p.gu + r * 2 * p.I + grp * 128 + sub * 16);
+    const float4* u4 = reinterpret_cast<const float4*>(p.gu + r * 2 * p.I + p.I + grp * 128 + sub * 16);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float4 g = __ldg(g4 + i), u = __ldg(u4 + i);
+      const float gs[4] = {g.x, g.y, g.z, g.w}, us[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) h[4 * i + j] = gs[j] / (1.0f + expf(-gs[j])) * us[j];
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i) amax = fp8::amax_step(amax, h[i]);
+  }
+#pragma unroll
+  for (int o = kLanesPerGroup / 2; o > 0; o /= 2) amax = fp8::amax_step(amax, __shfl_xor_sync(kFull, amax, o));
+  if (!live) return;
+  const float scale = fp8::group_scale(amax, p.ue8m0);
+  unsigned packed[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    packed[i] = static_cast<unsigned>(fp8::from_float(h[4 * i] / scale)) |
+                static_cast<unsigned>(fp8::from_float(h[4 * i + 1] / scale)) << 8 |
+                static_cast<unsigned>(fp8::from_float(h[4 * i + 2] / scale)) << 16 |
+                static_cast<unsigned>(fp8::from_float(h[4 * i + 3] / scale)) << 24;
+  uint4 out;
+  out.x = packed[0];
+  out.y = packed[1];
+  out.z = packed[2];
+  out.w = packed[3];
+  *reinterpret_cast<uint4*>(p.h + r * p.I + grp * 128 + sub * 16) = out;
+  if (sub == 0) p.h_scale[r * G + grp] = scale;
+}
+
+inline long long silu_quant_blocks(long long rows, int I, int threads) {
+  const long long warps = rows * ((I / 128 + kGroupsPerWarp - 1) / kGroupsPerWarp);
+  return (warps * 32 + threads - 1) / threads;
+}
+
+}  // namespace
+
+}  // namespace moe::gmm::fp8_kernels
