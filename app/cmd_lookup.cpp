@@ -53,7 +53,7 @@ void add_lookup_command(CLI::App& root) {
   cmd->add_option("--backend", a->backend, "cpu | cuda (default: cuda when a GPU is visible)");
   cmd->add_option("--device", a->device, "CUDA ordinal, or a device name to read its tables without it");
   cmd->add_option("--tables", a->tables, "table directory (default: $MOEBENCH_CONFIG_DIR, else the shipped configs/)");
-  allow_only(cmd->add_option("--threads", a->threads, "cpu backend threads (0: all)"), Allowed::non_negative_int,
+  allow_only(cmd->add_option("--threads", a->threads, "cpu backend threads (0: all)"), Allowed::thread_count,
              "0: all cores");
   cmd->add_flag("--json", a->json, "one JSON object per token count");
   cmd->footer("Exit status: 0 answered (a missing table is a warning); 2 usage or input error; 3 internal error (a "
@@ -89,7 +89,7 @@ void add_lookup_command(CLI::App& root) {
             j["runner_up"] = {{"config", runtime::params_to_json(c.entry.runner_up)}, {"median_us", c.entry.runner_up_median_us}};
         }
         if (!c.warning.empty()) j["warning"] = c.warning;
-        fmt::print("{}\n", j.dump());
+        fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         continue;
       }
       fmt::print("{} tokens={} ({}, {}): {}\n", f.name, t, backend_name(b), runtime::device_slug(dev), runtime::match_name(c.how));

@@ -43,6 +43,8 @@ TensorMap load_inputs(const FamilyDesc& f, const Params& problem, const std::vec
     if (std::find(names.begin(), names.end(), name) == names.end())
       throw Error("--input " + name + ": family '" + f.name + "' has no input '" + name + "' (it takes: " +
                   fmt::format("{}", fmt::join(names, ", ")) + ")");
+    // A second file for one input would silently replace the first: say which one is meant.
+    if (given.count(name)) throw Error("--input " + name + " is given twice: give each input once");
     given[name] = read_npy(a.substr(eq + 1));
   }
   return given;
@@ -113,7 +115,7 @@ void add_run_command(CLI::App& root) {
   cmd->add_option("--backend", ra->backend, "cpu | cuda | auto (cuda when a GPU is visible)")->default_str("auto");
   allow_only(cmd->add_option("--device", ra->device, "CUDA device ordinal")->default_str("0"), Allowed::non_negative_int);
   allow_only(cmd->add_option("--threads", ra->threads, "cpu backend threads (0: all cores)")->default_str("0"),
-             Allowed::non_negative_int, "0: all cores");
+             Allowed::thread_count, "0: all cores");
   cmd->add_option("--config", ra->config, "config as NAME=VALUE,... (unset ones: the family default)");
   cmd->add_option("--input", ra->inputs, "NAME=FILE.npy: use this input instead of a generated one (repeatable)");
   cmd->add_option("--save", ra->save, "write every input, output and reference output as NAME.npy in DIR");

@@ -8,8 +8,10 @@
 #include <sstream>
 
 #include "app/commands.hpp"
+#include "app/command_line.hpp"
 #include "app/flag_checks.hpp"
 #include "app/problem_cli.hpp"
+#include "io/npy.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
@@ -32,7 +34,7 @@ struct SweepArgs {
   double zipf_s = 1.2;
   int min_samples = 10, threads = 0;
   std::uint64_t seed = 0;
-  bool resume = false, quiet = false, json = false, no_cupti = false;
+  bool resume = false, no_retry = false, quiet = false, json = false, no_cupti = false;
 };
 
 // What `sweep <what>` covers: one family (moe-layer is one too: the whole pipeline as a
@@ -77,24 +79,6 @@ std::vector<int> parse_devices(const std::string& text) {
   return out;
 }
 
-std::vector<std::string> command_argv() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::vector<std::string> args;
-  for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
-  if (!args.empty()) args[0] = "moebench";
-  return args;
-}
-
-std::string shell_join(const std::vector<std::string>& args) {
-  std::string r;
-  for (auto& a : args) {
-    bool plain = !a.empty();
-    for (char c : a) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || std::string("-_./=,:%+@").find(c) != std::string::npos);
-    r += (r.empty() ? "" : " ") + (plain ? a : "'" + a + "'");
-  }
-  return r;
-}
-
 std::string default_out(const DeviceInfo& dev) {
   const std::time_t t = std::time(nullptr);
   char buf[32];
@@ -125,12 +109,20 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   o.budget = tuner::parse_budget(a.budget);
   o.shard = tuner::parse_shard(a.shard);
   o.resume = a.resume;
+  o.retry_failed = !a.no_retry;
   o.seed = a.seed;
   o.timer = tuner::parse_timer_mode(a.timer);
   o.cupti = !a.no_cupti;
   o.save_invalid = a.save_invalid;
   if (a.dist == "uniform" || a.dist == "zipf") o.dist = a.dist;
-  else if (a.dist.size() > 4 && a.dist.substr(a.dist.size() - 4) == ".npy") o.replay = a.dist;
+  else if (a.dist.size() > 4 && a.dist.substr(a.dist.size() - 4) == ".npy") {
+    // Read once here, so an unusable capture is refused before sweeping, not in every point.
+    const Tensor r = read_npy(a.dist);
+    if (r.shape().size() != 2 || r.shape()[0] < 1)
+      throw Error("--dist " + a.dist + " holds " + shape_str(r.shape()) +
+                  ": replay needs captured logits [N,E] or ids [N,k] with N >= 1 rows");
+    o.replay = a.dist;
+  }
   else throw Error("--dist '" + a.dist + "': use uniform, zipf or a captured FILE.npy (logits [N,E] or ids [N,k])");
   o.zipf_s = a.zipf_s;
   o.rule.min_samples = a.min_samples;
@@ -153,10 +145,11 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   for (auto& s : argv) has_resume = has_resume || s == "--resume";
   if (!has_resume) argv.push_back("--resume");
   o.resume_hint = shell_join(argv);
+  // Checked even when --json or --quiet decide the mode: a typo is still a typo.
+  const auto asked = a.progress.empty() ? tuner::default_progress_mode() : tuner::parse_progress_mode(a.progress);
   o.progress = a.json ? tuner::ProgressMode::json
                : a.quiet ? tuner::ProgressMode::quiet
-               : a.progress.empty() ? tuner::default_progress_mode()
-                                    : tuner::parse_progress_mode(a.progress);
+                                    : asked;
 
   const tuner::SweepOutcome out = tuner::run_sweep(o);
   if (o.progress == tuner::ProgressMode::json) {
@@ -164,7 +157,7 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
                            {"journal", out.journal_path}, {"summary", out.summary_path},  {"tables", out.tables},
                            {"wall_s", out.wall_s},        {"timed", out.timed},           {"candidates", out.candidates}};
     if (out.interrupted) done["resume"] = o.resume_hint;
-    fmt::print("{}\n", done.dump());
+    fmt::print("{}\n", done.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     fmt::print("{}\n", tuner::printed_summary(out.results));
     fmt::print("results: {} ({}), journal: {}\n", out.results_path, out.csv_path, out.journal_path);
@@ -197,7 +190,7 @@ void add_sweep_command(CLI::App& root) {
   add_problem_options(*cmd, a->problem, "default");
   cmd->add_option("--backend", a->backend, "cpu | cuda (default: cuda when a GPU is visible)");
   cmd->add_option("--devices", a->devices, "GPUs to use, one worker each: all | 0,1,...")->default_str("all");
-  allow_only(cmd->add_option("--threads", a->threads, "cpu backend threads (0: all)"), Allowed::non_negative_int,
+  allow_only(cmd->add_option("--threads", a->threads, "cpu backend threads (0: all)"), Allowed::thread_count,
              "0: all cores");
   cmd->add_option("--space", a->space, "default | full | FILE.json (a list of configs, or {family: [configs]})")
       ->default_str("default");
@@ -205,7 +198,10 @@ void add_sweep_command(CLI::App& root) {
   cmd->add_option("--budget", a->budget, "TIME for the whole sweep (10m, 90s) or N candidates per point");
   cmd->add_option("--shard", a->shard, "i/n: run the i-th of n deterministic parts (join them with `moebench merge`)")
       ->default_str("0/1");
-  cmd->add_flag("--resume", a->resume, "continue the sweep whose journal is in --out, skipping what is done");
+  cmd->add_flag("--resume", a->resume,
+                "continue the sweep whose journal is in --out, skipping what is done; candidates whose worker "
+                "crashed or timed out are measured again, once");
+  cmd->add_flag("--no-retry", a->no_retry, "with --resume: keep crashed and timed-out candidates as they are");
   cmd->add_option("--out", a->out, "directory for the journal, results.json/.csv and summary.md")
       ->default_str("sweeps/<device>-<time>");
   cmd->add_option("--tables", a->tables, "where config tables go, checked writable before sweeping (none: write none)")

@@ -1,9 +1,11 @@
 #include "app/flag_checks.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <thread>
 
 #include "moe/error.hpp"
 
@@ -18,9 +20,12 @@ const char* requirement(Allowed a) {
     case Allowed::positive_number: return "a finite number > 0";
     case Allowed::non_negative_number: return "a finite number >= 0";
     case Allowed::seed: return "an integer from 0 to 18446744073709551615";
+    case Allowed::thread_count: return "an integer >= 0";
   }
   return "";
 }
+
+int max_threads() { return 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 // Empty when `text` is allowed, else what is wrong with it.
 std::string fault(Allowed a, const std::string& text) {
@@ -30,7 +35,7 @@ std::string fault(Allowed a, const std::string& text) {
     const bool ok = !text.empty() && ec == std::errc() && end == text.data() + text.size();
     return ok ? "" : std::string("must be ") + requirement(a);
   }
-  const bool integral = a == Allowed::positive_int || a == Allowed::non_negative_int;
+  const bool integral = a == Allowed::positive_int || a == Allowed::non_negative_int || a == Allowed::thread_count;
   const double lowest = a == Allowed::positive_int ? 1 : 0;
   if (integral) {
     long long v = 0;
@@ -38,6 +43,9 @@ std::string fault(Allowed a, const std::string& text) {
     if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < lowest)
       return std::string("must be ") + requirement(a);
     if (v > INT_MAX) return "must be at most " + std::to_string(INT_MAX);
+    if (a == Allowed::thread_count && v > max_threads())
+      return "must be at most " + std::to_string(max_threads()) + ", 4x the " +
+             std::to_string(max_threads() / 4) + " hardware threads here (more threads only add scheduling to the timings)";
     return "";
   }
   char* end = nullptr;

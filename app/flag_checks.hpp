@@ -14,6 +14,7 @@ enum class Allowed {
   positive_number,      // finite, > 0
   non_negative_number,  // finite, >= 0
   seed,                 // 0 .. 2^64-1 (a minus sign would wrap around to a huge seed)
+  thread_count,         // 0 .. 4x the hardware threads (0: all of them)
 };
 
 // Adds the check to `opt`; `note` (e.g. "0: all cores") is appended to the message.

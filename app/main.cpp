@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <filesystem>
 #include <new>
 #include <string>
 
@@ -6,6 +7,7 @@
 
 #include "app/commands.hpp"
 #include "moe/error.hpp"
+#include "tuner/base/interrupt.hpp"
 #include "tuner/base/version.hpp"
 
 namespace {
@@ -49,8 +51,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "moebench: error: %s (see `%s --help`)\n", e.what(), command_path(root).c_str());
     return 2;
+  } catch (const moe::tuner::StopRequested& e) {
+    std::fprintf(stderr, "moebench: interrupted: %s\n", e.what());
+    return 130;
   } catch (const moe::Error& e) {
     std::fprintf(stderr, "moebench: error: %s\n", e.what());
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that the system refuses (a symlink loop, a name too long): its what() names it.
+    std::fprintf(stderr, "moebench: error: %s: check the path\n", e.what());
     return 2;
   } catch (const std::bad_alloc&) {
     // Footprints are checked before allocating; this is what those estimates missed.

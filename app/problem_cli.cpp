@@ -77,7 +77,12 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& a, const std::string& token
   for (const std::string& name : names) {
     std::string* slot = &a.flags[name];
     auto* opt = cmd.add_option_function<std::string>(
-        "--" + name, [slot](const std::string& v) { *slot = v; }, flag_help(specs[name]));
+        "--" + name,
+        [slot, name](const std::string& v) {
+          if (v.empty()) throw Error("--" + name + " '': give a value, or leave the flag out for the default");
+          *slot = v;
+        },
+        flag_help(specs[name]));
     opt->group("Problem parameters (override the model)");
   }
   cmd.add_option("--set", a.sets, "NAME=VALUE for any problem parameter (repeatable)")

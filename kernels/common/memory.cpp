@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -100,8 +101,11 @@ void require_memory(const std::string& what, const MemoryParts& parts, double us
   std::string list;
   for (auto& [n, b] : parts)
     if (b >= 1e8) list += (list.empty() ? "" : ", ") + gb(b) + " of " + n;
+  // The headroom is part of the answer: "needs 0.1 GB, 0.7 GB available" alone reads as a bug.
   throw Error(what + " needs " + gb(need) + " of " + where + " memory" + (list.empty() ? "" : " (" + list + ")") +
-              ", " + gb(avail.bytes) + " available (" + avail.source + "): " + advice);
+              ", more than the " + gb(std::max(0.0, usable)) + " it may use: of the " + gb(avail.bytes) +
+              " available (" + avail.source + "), " + gb(avail.bytes - std::max(0.0, usable)) +
+              " is kept back for the process itself and the rest of the machine: " + advice);
 }
 
 }  // namespace moe

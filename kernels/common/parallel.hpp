@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -24,13 +25,20 @@ void parallel_for(std::int64_t n, int threads, std::int64_t grain, F&& body) {
   for (int w = 0; w < t; ++w) {
     const std::int64_t b = w * chunk, e = std::min(n, b + chunk);
     if (b >= e) break;
-    pool.emplace_back([&, w, b, e] {
+    auto run = [&, w, b, e] {
       try {
         body(b, e);
       } catch (...) {
         errors[w] = std::current_exception();
       }
-    });
+    };
+    try {
+      pool.emplace_back(run);
+    } catch (const std::system_error&) {
+      // The system has no thread to give (a process or memory limit): this thread does the chunk,
+      // and the rest, rather than leaving a joinable std::thread to terminate the program.
+      run();
+    }
   }
   for (auto& th : pool) th.join();
   for (auto& e : errors)

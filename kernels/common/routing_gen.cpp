@@ -53,7 +53,17 @@ Tensor routing_ids(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t 
     for (std::int64_t t = 0; t < T; ++t) {
       const std::int64_t row = t % N;
       if (is_ids) {
-        for (std::int64_t j = 0; j < k; ++j) o[t * K + j] = static_cast<std::int32_t>(r.get(row * C + j));
+        for (std::int64_t j = 0; j < k; ++j) {
+          // Checked before narrowing: 2^32+3 must not wrap to a small id, and an id no expert has
+          // would leave the problem empty (and every check trivially passing).
+          const double id = r.get(row * C + j);
+          if (!(id >= 0 && id < static_cast<double>(E)))
+            throw Error("replayed ids (--dist): row " + std::to_string(row) + " column " + std::to_string(j) +
+                        " holds expert id " + std::to_string(static_cast<long long>(id)) + ", outside 0.." +
+                        std::to_string(E - 1) + " (the problem has " + std::to_string(E) +
+                        " experts): capture ids with this model's expert count");
+          o[t * K + j] = static_cast<std::int32_t>(id);
+        }
       } else {
         std::vector<std::int32_t> idx(E);
         std::iota(idx.begin(), idx.end(), 0);
@@ -77,8 +87,8 @@ Tensor routing_logits(std::int64_t T, std::int64_t E, DType dtype, const InputOp
   Tensor logits(dtype, {T, E});
   if (opt.replay) {
     const Tensor& r = *opt.replay;
-    if (r.shape().size() != 2 || r.shape()[1] != E || !is_float(r.dtype()))
-      throw Error("replayed logits must be a float array [N," + std::to_string(E) + "], got " +
+    if (r.shape().size() != 2 || r.shape()[0] < 1 || r.shape()[1] != E || !is_float(r.dtype()))
+      throw Error("replayed logits must be a float array [N," + std::to_string(E) + "] with N >= 1, got " +
                   std::string(dtype_name(r.dtype())) + shape_str(r.shape()));
     const std::int64_t N = r.shape()[0];
     for (std::int64_t t = 0; t < T; ++t)

@@ -102,7 +102,12 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
   std::string path;
   for (const auto& dir : table_dirs(o)) {
     path = runtime::table_path(dir, runtime::device_slug(m.dev), m.family->name, runtime::problem_key(m.problem));
-    if ((table = runtime::cached_table(path))) break;
+    // A broken table is passed over here: choosing the config below says so in its one warning.
+    try {
+      if ((table = runtime::cached_table(path))) break;
+    } catch (const Error&) {
+      break;
+    }
   }
   std::vector<std::int64_t> grid;
   if (table)

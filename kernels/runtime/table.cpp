@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/json_text.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
 #include "runtime/params_json.hpp"
@@ -70,15 +71,16 @@ std::vector<std::string> default_table_dirs() {
   return dirs;
 }
 
+std::int64_t token_count_key(const std::string& k) {
+  // Digits only: stoll alone would take " 12" and "12abc" as 12, and throw on 20 digits.
+  if (k.empty() || k.size() > 18 || k.find_first_not_of("0123456789") != std::string::npos) return -1;
+  const std::int64_t v = std::stoll(k);
+  return v >= 1 ? v : -1;
+}
+
 static std::int64_t parse_tokens_key(const std::string& k, const std::string& path) {
-  std::size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(k, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != k.size() || v < 1)
+  const std::int64_t v = token_count_key(k);
+  if (v < 1)
     throw Error("config table " + path + ": entry key '" + k + "' is not a token count; regenerate it with `moebench sweep`");
   return v;
 }
@@ -86,19 +88,22 @@ static std::int64_t parse_tokens_key(const std::string& k, const std::string& pa
 ConfigTable load_table(const std::string& path) {
   if (const std::string why = io::not_a_regular_file(path); !why.empty())
     throw Error("config table " + path + " " + why + ": remove it, or regenerate it with `moebench sweep`");
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read config table " + path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  io::check_json_text(text, "config table " + path, "regenerate it with `moebench sweep`");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error("config table " + path + " is not valid JSON (" + e.what() + "); regenerate it with `moebench sweep`");
   }
   const auto fail = [&](const std::string& what) {
     return Error("config table " + path + ": " + what + "; regenerate it with `moebench sweep`");
   };
-  if (!j.is_object() || j.value("schema", "") != kTableSchema)
+  if (!j.is_object() || !j.contains("schema") || j["schema"] != kTableSchema)
     throw fail(std::string("schema is not ") + kTableSchema);
+  // Every field is read by type: an edited table is the user's to fix, never an internal error.
   ConfigTable t;
   t.path = path;
   try {
@@ -107,6 +112,7 @@ ConfigTable load_table(const std::string& path) {
     t.device = j.value("device", "");
     t.problem_key = j.value("problem_key", "");
     if (j.contains("build") && j["build"].is_object()) t.build_id = j["build"].value("id", "");
+    if (!j.at("entries").is_object()) throw fail("entries is not an object");
     for (auto& [k, e] : j.at("entries").items()) {
       TableEntry te;
       te.tokens = parse_tokens_key(k, path);

@@ -48,6 +48,9 @@ std::string table_path(const std::string& dir, const std::string& device, const 
 // tree's configs/ when it exists, else the installed share/moebench/configs.
 std::vector<std::string> default_table_dirs();
 
+// A table entry's key as a token count: decimal digits only, >= 1; -1 when it is not one.
+std::int64_t token_count_key(const std::string& key);
+
 // Parses a table file; an unreadable or malformed file is an Error naming the file and the fault.
 ConfigTable load_table(const std::string& path);
 // The table at `path`, loaded once and reloaded when the file changes; nullptr when there is none.

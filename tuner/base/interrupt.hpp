@@ -3,12 +3,18 @@
 // current candidate and stops, the second abandons it. A counter, read by the sweep loop and
 // by the worker calls waiting on a candidate.
 #include <atomic>
+#include <stdexcept>
 
 #include <signal.h>
 
 namespace moe::tuner {
 
 std::atomic<int>& interrupts();
+
+// A wait that an interrupt ended (the command exits 130 with this message).
+struct StopRequested : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // Resets the counter and, when `active`, installs the handlers (and ignores SIGPIPE, so a
 // dead worker's pipe is an error, not death) until destroyed.

@@ -10,7 +10,8 @@
 namespace moe::tuner {
 
 static bool parse_number(const std::string& s, double& v) {
-  if (s.empty()) return false;
+  // Plain decimals only: strtod alone would also take " 5", "0x10" (16) and "0x1p4".
+  if (s.empty() || s.find_first_not_of("0123456789.eE+-") != std::string::npos) return false;
   char* end = nullptr;
   v = std::strtod(s.c_str(), &end);
   return end == s.c_str() + s.size() && std::isfinite(v);

@@ -1,5 +1,6 @@
 #include "tuner/measure/json_io.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "moe/error.hpp"
@@ -20,16 +21,20 @@ json to_json(const Stats& s) {
 }
 
 Stats stats_from_json(const json& j) {
+  // NaN statistics are written as null (JSON has no NaN): a null reads back as "none".
+  const auto num = [&](const char* k, double def) {
+    return j.is_object() && j.contains(k) && j[k].is_number() ? j[k].get<double>() : def;
+  };
   Stats s;
-  s.n = j.value("n", 0);
-  s.min_us = j.value("min_us", 0.0);
-  s.q1_us = j.value("q1_us", 0.0);
-  s.median_us = j.value("median_us", 0.0);
-  s.q3_us = j.value("q3_us", 0.0);
-  s.max_us = j.value("max_us", 0.0);
-  s.mean_us = j.value("mean_us", 0.0);
-  s.stdev_us = j.value("stdev_us", 0.0);
-  s.noise = j.value("noise", 0.0);
+  s.n = static_cast<int>(std::clamp(num("n", 0), 0.0, 1e9));  // a count, whatever the file says
+  s.min_us = num("min_us", 0.0);
+  s.q1_us = num("q1_us", 0.0);
+  s.median_us = num("median_us", 0.0);
+  s.q3_us = num("q3_us", 0.0);
+  s.max_us = num("max_us", 0.0);
+  s.mean_us = num("mean_us", 0.0);
+  s.stdev_us = num("stdev_us", 0.0);
+  s.noise = num("noise", 0.0);
   return s;
 }
 

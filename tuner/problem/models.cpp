@@ -10,6 +10,7 @@
 
 #include "common/problem_params.hpp"
 #include "moe/dtype.hpp"
+#include "io/json_text.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
 
@@ -24,6 +25,15 @@ std::vector<ParamSpec> model_specs() {
   return {pp::experts(), pp::topk(),  pp::shared(), pp::groups(), pp::topk_group(),  pp::group_score(),
           pp::scoring(), pp::bias(),  pp::renormalize(), pp::rsf(), pp::hidden(), pp::intermediate(),
           pp::dtype("bf16", {"bf16", "f16", "f32"})};
+}
+
+// The largest routed_scaling_factor a config may hold.
+constexpr double kMaxRsf = 1000;
+
+std::string fmt_number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
@@ -41,6 +51,7 @@ json parse_json_file(const std::string& path, const std::string& what) {
   if (!in) throw Error("cannot read " + what + " '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
+  io::check_json_text(ss.str(), what + " '" + path + "'", "give a JSON object");
   json j;
   try {
     j = json::parse(ss.str());
@@ -219,9 +230,16 @@ class HfConfig {
                 ", expected true or false");
   }
 
+  // A name the model's code switches on: a value that is not a string would silently pick the
+  // default router (softmax, no bias) for a model that routes otherwise.
   std::string word(std::initializer_list<const char*> names) const {
-    const json* v = find(names);
-    return v && v->is_string() ? v->get<std::string>() : std::string();
+    std::string name;
+    const json* v = find(names, &name);
+    if (!v || v->is_null()) return std::string();
+    if (!v->is_string())
+      throw Error("Hugging Face config '" + path_ + "': field '" + name + "' is " + v->dump().substr(0, 40) +
+                  ", expected a string");
+    return v->get<std::string>();
   }
 
   // Both model_types: Llama 4 says "llama4" outside and "llama4_text" inside, Kimi-VL
@@ -330,18 +348,23 @@ Params load_hf_config(const std::string& path) {
   int renorm = c.flag({"norm_topk_prob", "moe_renormalize"}, "renormalize the top-k weights");
   if (renorm < 0) renorm = c.model_type_is({"mixtral", "gpt_oss", "deepseek_v3", "kimi_k2"}) ? 1 : 0;
   m.set("renormalize", std::int64_t{renorm});
-  m.set("rsf", c.number({"routed_scaling_factor"}, "routed scaling factor", 1.0));
+  const double rsf = c.number({"routed_scaling_factor"}, "routed scaling factor", 1.0);
+  // Models scale by a few units (DeepSeek-V3: 2.5); a huge factor overflows every weight to inf.
+  if (!(rsf <= kMaxRsf))
+    throw Error("Hugging Face config '" + path + "': routed_scaling_factor " + fmt_number(rsf) + " is above " +
+                fmt_number(kMaxRsf) + " (models use a few units): fix the file");
+  m.set("rsf", rsf);
 
   const std::int64_t zero = 0;
   std::int64_t shared = c.integer({"n_shared_experts", "num_shared_experts"}, "number of shared experts", &zero);
+  std::string warning;  // said only once the file is known to load: an error comes alone
   if (!c.find({"n_shared_experts", "num_shared_experts"})) {
     if (llama4) shared = 1;  // Llama 4's shared expert has the routed experts' size
     const std::int64_t sized = c.integer({"shared_expert_intermediate_size"}, "shared expert size", &zero);
     if (sized > 0)
-      std::cerr << "moebench: warning: Hugging Face config '" << path
-                << "': its gated shared expert (shared_expert_intermediate_size = " << sized
-                << ") has no fused form in moebench; it is left out (shared = 0) and only the routed experts "
-                   "are benchmarked\n";
+      warning = "moebench: warning: Hugging Face config '" + path + "': its gated shared expert "
+                "(shared_expert_intermediate_size = " + std::to_string(sized) + ") has no fused form in moebench; it "
+                "is left out (shared = 0) and only the routed experts are benchmarked\n";
   }
   m.set("shared", shared);
 
@@ -352,6 +375,7 @@ Params load_hf_config(const std::string& path) {
 
   check_model(m, "Hugging Face config '" + path + "'");
   if (const json* q = c.find({"quantization_config"})) read_quantization(*q, "Hugging Face config '" + path + "'", m);
+  std::cerr << warning;
   return m;
 }
 

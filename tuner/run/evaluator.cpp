@@ -19,6 +19,7 @@ void WorkerEvaluator::evaluate(Candidate& c, int round, const StopRule& rule, do
   const bool replayed = !line.is_null();
   if (!replayed) {
     line = run(c, round, rule, incumbent_us);
+    if (s_.retry.count(key)) line["retry"] = true;  // replaces the crashed or timed-out line of the earlier run
     s_.record(s_.cache_eval, key, line);
   }
   apply(c, line);

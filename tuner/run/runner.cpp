@@ -11,7 +11,9 @@
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
+#include "tuner/base/file_lock.hpp"
 #include "tuner/run/evaluator.hpp"
+#include "tuner/run/resume.hpp"
 #include "tuner/base/interrupt.hpp"
 #include "tuner/store/report.hpp"
 #include "tuner/store/results.hpp"
@@ -27,6 +29,14 @@ namespace moe::tuner {
 namespace {
 
 json make_meta(SweepState& s, const JournalContents& jc, double wall_s);
+
+// The (kernel, problem key) of every table the plan may write.
+std::vector<std::pair<std::string, std::string>> table_keys(const Plan& plan) {
+  std::set<std::pair<std::string, std::string>> keys;
+  for (const PlanPoint& p : plan.points)
+    if (p.skip.empty()) keys.insert({p.family->name, runtime::problem_key(p.problem)});
+  return {keys.begin(), keys.end()};
+}
 
 // The points of units with `resolve` (the layer) are timed with the configs the other points
 // chose. The first of them to start writes the other points' tables (the same writer as at
@@ -124,11 +134,11 @@ void finish_point(SweepState& s, int slot, PlanPoint& pt, const SearchResult* r,
     line["error"] = error;
     best = "error: " + error;
   }
-  // A resumed point is journaled again only when the earlier run ended it in an error (a worker
-  // killed while preparing, say) and this run ended differently: the reader keeps a point's last
-  // line, so the new outcome replaces the old error.
+  // A resumed point is journaled again only when this run ended it differently (the earlier run
+  // ended it in an error, or a crashed candidate measured again changed the winner): the reader
+  // keeps a point's last line, so the new outcome replaces the old.
   const json old = s.get(s.cache_point, pt.key);
-  if (old.is_null() || (old.contains("error") && old != line)) s.record(s.cache_point, pt.key, line);
+  if (old != line) s.record(s.cache_point, pt.key, line);
   int unvisited = 0, timed = 0;
   for (auto& c : pt.candidates) {
     unvisited += c.rounds == 0 ? 1 : 0;
@@ -287,6 +297,9 @@ SweepOutcome run_sweep(const SweepOptions& o) {
   if (o.tokens.empty()) throw Error("nothing to sweep: no token count");
   if (o.out_dir.empty()) throw Error("the sweep needs an output directory (--out)");
   if (o.backend == Backend::cuda && o.devices.empty()) throw Error("--devices selects no GPU");
+  // Handlers from the start to the last write: SIGINT/SIGTERM never kill the sweep with no word,
+  // nor while results and tables are written (they are quick, and then the run exits 130).
+  InterruptGuard guard(o.handle_signals);
   SweepState s(o);
   s.launch = (o.launch.argv.empty() && !o.launch.in_process) ? self_exec_launch() : o.launch;
   if (o.backend == Backend::cuda) {
@@ -315,18 +328,19 @@ SweepOutcome run_sweep(const SweepOptions& o) {
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
   if (ec) throw Error("cannot create --out " + o.out_dir + ": " + ec.message());
+  // One sweep per --out for its whole life: two runs resuming one journal would append the same
+  // measurements twice and mix their samples.
+  const DirLock out_lock(o.out_dir, LockWait::refuse,
+                         ": two sweeps cannot share one --out; wait for that one to finish, or give another --out");
+  if (!o.tables_dir.empty()) check_table_places(o.tables_dir, runtime::device_slug(s.dev), table_keys(s.plan));
   const std::string jpath = (fs::path(o.out_dir) / "journal.jsonl").string();
   const json header = journal_header(o, s.plan, s.dev);
   if (o.resume) {
-    if (!fs::exists(jpath)) throw Error("--resume: there is no journal in " + o.out_dir + " (run without --resume to start)");
+    if (!fs::exists(jpath, ec)) throw Error("--resume: there is no journal in " + o.out_dir + " (run without --resume to start)");
     const JournalContents old = read_journal(jpath);
     check_resumable(old.header, header, jpath);
-    for (auto& l : old.lines) {
-      const std::string type = l.value("type", "");
-      if (type == "eval") s.cache_eval[eval_key(l.value("point", ""), l.value("config_key", ""), l.value("round", 0))] = l;
-      else if (type == "prep") s.cache_prep[l.value("point", "")] = l;
-      else if (type == "point") s.cache_point[l.value("point", "")] = l;
-    }
+    load_resume_cache(s, old, o.retry_failed);
+    remove_stale_temp_files(o.out_dir);
   }
   s.journal = std::make_unique<JournalWriter>(jpath, header, !o.resume);
 
@@ -340,7 +354,6 @@ SweepOutcome run_sweep(const SweepOptions& o) {
   const int n_workers = o.backend == Backend::cuda ? static_cast<int>(o.devices.size()) : 1;
   s.progress = std::make_unique<Progress>(o.progress, n_workers, std::move(progress_points));
   {
-    InterruptGuard guard(o.handle_signals);
     std::vector<std::thread> threads;
     for (int slot = 0; slot < n_workers; ++slot) {
       const int ordinal = o.backend == Backend::cuda ? o.devices[slot] : 0;
@@ -368,11 +381,19 @@ SweepOutcome run_sweep(const SweepOptions& o) {
   out.results_path = (fs::path(o.out_dir) / "results.json").string();
   out.csv_path = (fs::path(o.out_dir) / "results.csv").string();
   out.summary_path = (fs::path(o.out_dir) / "summary.md").string();
-  write_results(out.results_path, out.results);
-  write_text_atomic(out.csv_path, results_csv(out.results));
   out.summary_md = markdown_summary(out.results);
-  write_text_atomic(out.summary_path, out.summary_md);
+  // The tables of the finished points are written even when --out cannot take the results (its
+  // disk is full, say): the error about --out comes after them.
+  std::exception_ptr out_error;
+  try {
+    write_results(out.results_path, out.results);
+    write_text_atomic(out.csv_path, results_csv(out.results));
+    write_text_atomic(out.summary_path, out.summary_md);
+  } catch (const Error&) {
+    out_error = std::current_exception();
+  }
   if (!o.tables_dir.empty()) out.tables = write_tables(out.results, o.tables_dir);
+  if (out_error) std::rethrow_exception(out_error);
   if (s.error) std::rethrow_exception(s.error);
   out.interrupted = interrupted;
   out.points = static_cast<int>(s.mine.size());

@@ -29,6 +29,7 @@ struct SweepOptions {
   Budget budget;
   Shard shard;
   bool resume = false;
+  bool retry_failed = true;  // --resume measures crashed and timed-out candidates again, once
   std::string out_dir;
   std::string tables_dir;  // empty: write no tables
   std::string dist = "uniform";

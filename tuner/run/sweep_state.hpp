@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct SweepState {
   std::unique_ptr<JournalWriter> journal;
   // Journal lines by key: evals by (point, config, round), preps and points by point.
   std::map<std::string, json> cache_eval, cache_prep, cache_point;
+  std::set<std::string> retry;  // eval keys that crashed or timed out before: measured again (read-only once set)
   std::unique_ptr<Progress> progress;
   std::atomic<std::size_t> next{0};
   std::atomic<int> started{0};

@@ -9,11 +9,43 @@
 #include <fstream>
 #include <set>
 
+#include "io/json_text.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
 #include "tuner/base/line_io.hpp"
 
 namespace moe::tuner {
+
+namespace {
+
+// The fields the readers of a journal take by type: a line edited or written by something else
+// is the user's to fix (exit 2 naming the file and line), never an internal error.
+void check_line_fields(const json& v, const std::string& path, int lineno) {
+  const auto bad = [&](const std::string& what) {
+    return Error("journal " + path + " line " + std::to_string(lineno) + ": " + what +
+                 "; it was not written by `moebench sweep`: restore it, or start a new sweep with another --out");
+  };
+  if (!v.is_object()) throw bad("is " + std::string(v.type_name()) + ", not a JSON object");
+  for (const char* k : {"type", "schema", "point", "config_key", "kernel", "problem_key", "status", "error", "reason",
+                        "timer", "note", "device", "backend", "binary", "fingerprint"})
+    if (v.contains(k) && !v[k].is_string())
+      throw bad(std::string(k) + " is " + v[k].dump().substr(0, 40) + ", not a string");
+  for (const char* k : {"round", "point_index", "cand_index", "tokens", "evaluated", "total", "rounds"})
+    if (v.contains(k) && !v[k].is_number_integer()) throw bad(std::string(k) + " is " + v[k].dump().substr(0, 40) + ", not an integer");
+  for (const char* k : {"prepare_s", "median_us"})
+    if (v.contains(k) && !v[k].is_number()) throw bad(std::string(k) + " is not a number");
+  for (const char* k : {"early_stop", "budget_hit", "is_default", "retry"})
+    if (v.contains(k) && !v[k].is_boolean()) throw bad(std::string(k) + " is not true or false");
+  if (v.contains("samples_us")) {
+    if (!v["samples_us"].is_array()) throw bad("samples_us is not a list");
+    for (auto& x : v["samples_us"])
+      if (!x.is_number()) throw bad("samples_us holds " + x.dump().substr(0, 40) + ", not a number");
+  }
+  for (const char* k : {"validation", "plan", "settings", "problem", "config"})
+    if (v.contains(k) && !v[k].is_object() && !v[k].is_null()) throw bad(std::string(k) + " is not an object");
+}
+
+}  // namespace
 
 JournalContents read_journal(const std::string& path) {
   if (const std::string why = io::not_a_regular_file(path); !why.empty())
@@ -23,6 +55,7 @@ JournalContents read_journal(const std::string& path) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   JournalContents j;
   std::size_t b = 0;
+  int lineno = 0;
   bool first = true;
   while (b < text.size()) {
     std::size_t e = text.find('\n', b);
@@ -30,7 +63,9 @@ JournalContents read_journal(const std::string& path) {
     if (!complete) e = text.size();
     const std::string line = text.substr(b, e - b);
     b = e + 1;
+    ++lineno;
     if (line.empty()) continue;
+    if (complete) io::check_json_text(line, "journal " + path + " line " + std::to_string(lineno), "restore it, or start a new sweep with another --out");
     json v;
     try {
       v = json::parse(line);
@@ -45,6 +80,7 @@ JournalContents read_journal(const std::string& path) {
       j.torn_tail = true;
       break;
     }
+    check_line_fields(v, path, lineno);
     if (first) {
       if (v.value("type", "") != "header" || v.value("schema", "") != kJournalSchema)
         throw Error(path + " is not a moebench journal (its first line is not a " + kJournalSchema + " header)");

@@ -7,6 +7,7 @@
 
 #include "moe/error.hpp"
 #include "tuner/store/journal.hpp"
+#include "tuner/store/layer_records.hpp"
 #include "tuner/store/report.hpp"
 #include "tuner/store/results.hpp"
 #include "tuner/store/tables.hpp"
@@ -33,12 +34,18 @@ std::string line_key(const json& l) {
 }  // namespace
 
 MergeOutcome merge_sweeps(const std::vector<std::string>& inputs, const std::string& out_dir,
-                          const std::string& tables_dir) {
+                          const std::string& tables_dir, const std::string& command) {
   if (inputs.empty()) throw Error("merge: give the sweep directories (or journal.jsonl files) of the shards");
   // Writing the merged journal over a shard's would destroy that shard's measurements.
-  const fs::path out_journal = fs::weakly_canonical(fs::absolute(fs::path(out_dir) / "journal.jsonl"));
+  const auto canonical = [](const std::string& p) {
+    std::error_code ec;
+    const fs::path c = fs::weakly_canonical(fs::absolute(p, ec), ec);
+    if (ec) throw Error("merge: " + p + ": " + ec.message() + ": check the path");  // a symlink loop, a name too long
+    return c;
+  };
+  const fs::path out_journal = canonical((fs::path(out_dir) / "journal.jsonl").string());
   for (auto& in : inputs)
-    if (fs::weakly_canonical(fs::absolute(journal_of(in))) == out_journal)
+    if (canonical(journal_of(in)) == out_journal)
       throw Error("merge: --out " + out_dir + " is the input " + in + ": give a new directory for the merged sweep");
   if (!tables_dir.empty()) check_tables_dir(tables_dir, "--tables");
   MergeOutcome out;
@@ -92,9 +99,13 @@ MergeOutcome merge_sweeps(const std::vector<std::string>& inputs, const std::str
         continue;
       }
       ++out.duplicates;
-      // A point that ended in an error and was measured again on resume: the outcome wins.
+      // Measured again on resume (a point that ended in an error, a crashed candidate retried): the
+      // later outcome wins, as it does when one journal is read.
       json& kept = merged.lines[it->second];
-      if (l.value("type", "") == "point" && kept.contains("error") && !l.contains("error")) kept = l;
+      const std::string type = l.value("type", "");
+      if ((type == "point" && !(l.contains("error") && !kept.contains("error"))) ||
+          (type == "eval" && l.value("retry", false)))
+        kept = l;
     }
   }
   for (int i = 0; i < shard_count; ++i)
@@ -113,6 +124,7 @@ MergeOutcome merge_sweeps(const std::vector<std::string>& inputs, const std::str
   out.lines = static_cast<int>(merged.lines.size());
 
   meta["merged_from"] = inputs;
+  if (!command.empty()) meta["command"] = command;  // shard 0's command made none of the merged tables
   meta["shard"] = "merged";
   meta["wall_s"] = wall_s;
   meta["results_path"] = (fs::path(out_dir) / "results.json").string();
@@ -125,7 +137,10 @@ MergeOutcome merge_sweeps(const std::vector<std::string>& inputs, const std::str
   write_text_atomic((fs::path(out_dir) / "results.csv").string(), results_csv(out.results));
   out.summary_md = markdown_summary(out.results);
   write_text_atomic((fs::path(out_dir) / "summary.md").string(), out.summary_md);
-  if (!tables_dir.empty()) out.tables = write_tables(out.results, tables_dir);
+  if (!tables_dir.empty()) {
+    out.tables = write_tables(out.results, tables_dir);
+    out.stale_layer = stale_layer_records(out.results, tables_dir);
+  }
   return out;
 }
 

@@ -7,10 +7,12 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "io/json_text.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
 
@@ -46,6 +48,11 @@ json build_results(const JournalContents& jr, const json& meta) {
       Acc& a = acc[{l.value("point_index", 0), l.value("cand_index", 0)}];
       if (a.first.is_null()) a.first = l;
       if (l.value("restarted", false)) a.samples.clear();  // taken by another timer: void
+      // A retry (--resume measuring a crashed or timed-out candidate again) replaces that round.
+      if (l.value("retry", false)) {
+        a.error.clear();
+        --a.rounds;
+      }
       for (auto& s : l.value("samples_us", json::array())) a.samples.push_back(s.get<double>());
       if (l.contains("validation") && !l["validation"].is_null()) a.validation = l["validation"];
       a.status = l.value("status", "");
@@ -179,15 +186,17 @@ void write_text_atomic(const std::string& path, const std::string& text) {
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+  // Errors name the file the user knows; its temporary twin is an implementation detail.
+  if (fd < 0) throw Error("cannot write " + path + ": " + std::strerror(errno));
   std::size_t off = 0;
   while (off < text.size()) {
     const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ::close(fd);
+      const std::string why = n < 0 ? std::strerror(errno) : "short write";
       ::unlink(tmp.c_str());
-      throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+      throw Error("cannot write " + path + ": " + why + " (nothing was replaced)");
     }
     off += static_cast<std::size_t>(n);
   }
@@ -210,11 +219,13 @@ json read_results(const std::string& path_or_dir) {
   if (fs::is_directory(path, ec)) path = (fs::path(path) / "results.json").string();
   if (const std::string why = io::not_a_regular_file(path); !why.empty())
     throw Error("results " + path + " " + why + ": give a results.json or the sweep directory holding it");
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read results " + path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  io::check_json_text(text, "results " + path, "give a results.json that `moebench sweep` or `moebench merge` wrote");
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text);
   } catch (const json::exception& e) {
     throw Error(path + " is not valid JSON (" + e.what() + ")");
   }

@@ -4,8 +4,11 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <cstdio>
+#include <iterator>
 #include <map>
 
+#include "io/json_text.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
 #include "runtime/build_id.hpp"
@@ -18,22 +21,65 @@ namespace moe::tuner {
 
 namespace {
 
-// The existing table's entries, when the file is a table; a file that is not is replaced.
+std::string compact_utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// The existing table's entries. A file in the table's place that cannot be read as a table (a
+// typo, a torn copy, a key that is no token count) is never dropped silently: it is kept beside
+// as NAME.corrupt-<time>, and the warning says so, before the new table takes its place.
 nlohmann::ordered_json existing_entries(const std::string& path) {
-  if (const std::string why = io::not_a_regular_file(path); !why.empty())
-    throw Error("cannot write config table " + path + ": it " + why + "; remove it or give another --tables");
-  std::ifstream in(path);
+  if (const std::string why = table_place_problem(path); !why.empty()) throw Error(why);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return nlohmann::ordered_json::object();
-  try {
-    auto j = nlohmann::ordered_json::parse(in);
-    if (j.value("schema", "") == runtime::kTableSchema && j.contains("entries") && j["entries"].is_object())
-      return j["entries"];
-  } catch (const std::exception&) {
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string fault = io::json_text_problem(text);
+  nlohmann::ordered_json entries;
+  if (fault.empty()) {
+    try {
+      auto j = nlohmann::ordered_json::parse(text);
+      if (!j.is_object() || !j.contains("schema") || j["schema"] != runtime::kTableSchema)
+        fault = std::string("is not a ") + runtime::kTableSchema + " table";
+      else if (!j.contains("entries") || !j["entries"].is_object())
+        fault = "has no entries object";
+      else
+        entries = j["entries"];
+    } catch (const nlohmann::json::exception& e) {
+      fault = std::string("is not valid JSON (") + e.what() + ")";
+    }
   }
+  for (auto& [k, v] : entries.items())
+    if (fault.empty() && (runtime::token_count_key(k) < 1 || !v.is_object()))
+      fault = "has an entry keyed '" + k.substr(0, 40) + "', which is not a token count";
+  if (fault.empty()) return entries;
+  const std::string kept = path + ".corrupt-" + compact_utc_now();
+  std::error_code ec;
+  std::filesystem::rename(path, kept, ec);
+  if (ec)
+    throw Error("config table " + path + " " + fault + ", and it cannot be moved aside (" + ec.message() +
+                "): move it away yourself, then write the tables again with `moebench merge --tables`");
+  std::fprintf(stderr, "moebench: warning: config table %s %s: kept it as %s and wrote a new table in its place\n",
+               path.c_str(), fault.c_str(), kept.c_str());
   return nlohmann::ordered_json::object();
 }
 
 }  // namespace
+
+std::string table_place_problem(const std::string& path) {
+  if (const std::string why = io::not_a_regular_file(path); !why.empty())
+    return "cannot write config table " + path + ": it " + why + "; remove it or give another --tables";
+  return "";
+}
+
+void check_table_places(const std::string& dir, const std::string& device_slug,
+                        const std::vector<std::pair<std::string, std::string>>& kernel_keys) {
+  for (auto& [kernel, key] : kernel_keys)
+    if (const std::string why = table_place_problem(runtime::table_path(dir, device_slug, kernel, key)); !why.empty())
+      throw Error(why);
+}
 
 std::vector<std::string> write_tables(const json& results, const std::string& dir) {
   const json& meta = results.value("meta", json::object());
@@ -66,7 +112,7 @@ std::vector<std::string> write_tables(const json& results, const std::string& di
     }
     // Entries in numeric token order, for people reading the file.
     std::map<long long, nlohmann::ordered_json> sorted;
-    for (auto& [k, v] : entries.items()) sorted[std::stoll(k)] = v;
+    for (auto& [k, v] : entries.items()) sorted[runtime::token_count_key(k)] = v;
     nlohmann::ordered_json ordered_entries = nlohmann::ordered_json::object();
     for (auto& [k, v] : sorted) ordered_entries[std::to_string(k)] = v;
     nlohmann::ordered_json t;
@@ -88,7 +134,7 @@ std::vector<std::string> write_tables(const json& results, const std::string& di
                        {"timer", meta.value("timer", json())}, {"strategy", meta.value("strategy", "")},
                        {"seed", meta.value("seed", 0)}, {"results", meta.value("results_path", "")}};
     t["entries"] = ordered_entries;
-    write_text_atomic(path, t.dump(1) + "\n");
+    write_text_atomic(path, t.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
     written.push_back(path);
   }
   return written;
