@@ -1,7 +1,8 @@
 // The tree's layering, checked on the sources: tuner/'s folders form layers (a lower one never
 // includes a higher one), kernels/ never reaches into the tuner, the app or the tests, and the
 // emulator stands below everything. The checker is run on the real tree and on a copy with a
-// planted upward include, so a checker that finds nothing cannot pass.
+// planted upward include, so a checker that finds nothing cannot pass. No source file grows past
+// ~500 lines (checked the same way, on the tree and on a planted long file).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -138,6 +139,47 @@ TEST(Layout, APlantedUpwardIncludeIsFound) {
   plant("emu/simt_emulator.hpp", "#include \"moe/family.hpp\"");
   bad = layering_violations(root);
   EXPECT_EQ(bad.size(), 4u) << joined(bad);
+  fs::remove_all(root);
+}
+
+// Files over `limit` lines under root/area with one of `exts`, "file: N lines" each. A file that
+// long holds more than one concept: it splits by what its parts do.
+std::vector<std::string> long_files(const fs::path& root, const std::string& area, const std::vector<std::string>& exts,
+                                    int limit) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(root / area)) {
+    if (!e.is_regular_file() || std::find(exts.begin(), exts.end(), e.path().extension().string()) == exts.end())
+      continue;
+    std::ifstream in(e.path());
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    if (n > limit) out.push_back(fs::relative(e.path(), root).string() + ": " + std::to_string(n) + " lines");
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const std::vector<std::string> kSourceExts = {".cpp", ".hpp", ".cu", ".cuh", ".h"};
+
+// The product's sources stay under ~500 lines a file (tests may run longer), the kernel report's
+// package under 300 a module.
+TEST(Layout, NoSourceFileIsLong) {
+  const fs::path root = MOEBENCH_SOURCE_DIR;
+  std::vector<std::string> bad;
+  for (const char* area : {"kernels", "tuner", "app", "emu"})
+    for (const auto& f : long_files(root, area, kSourceExts, 500)) bad.push_back(f);
+  for (const auto& f : long_files(root, "scripts/static_report", {".py"}, 300)) bad.push_back(f);
+  EXPECT_TRUE(bad.empty()) << joined(bad);
+}
+
+TEST(Layout, ALongFileIsFound) {
+  const fs::path root = moe::testing::fresh_temp_dir("layout-long");
+  fs::create_directories(root / "kernels" / "router");
+  std::ofstream(root / "kernels" / "router" / "short.hpp") << std::string(500, '\n');
+  std::ofstream(root / "kernels" / "router" / "notes.md") << std::string(900, '\n');
+  EXPECT_TRUE(long_files(root, "kernels", kSourceExts, 500).empty());
+  std::ofstream(root / "kernels" / "router" / "long.cuh") << std::string(501, '\n');
+  EXPECT_EQ(long_files(root, "kernels", kSourceExts, 500), std::vector<std::string>{"kernels/router/long.cuh: 501 lines"});
   fs::remove_all(root);
 }
 
