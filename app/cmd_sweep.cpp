@@ -132,6 +132,7 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
     for (const FamilyDesc* f : sweep_targets(a.what, backend, strict))
       for (ProblemChoice& c : problem_choices(*f, a.problem, strict)) o.units.push_back({f, c.problem, c.axes, c.skip, {}});
   }
+  o.units = tuner::merge_repeated_units(std::move(o.units));
   o.tokens = tuner::parse_token_list(a.problem.tokens);
   o.threads = a.threads;
   o.space = a.space;

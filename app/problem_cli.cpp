@@ -3,6 +3,7 @@
 #include "app/flag_checks.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <functional>
 #include <map>
 
@@ -132,11 +133,19 @@ std::vector<tuner::Axis> all_axes(const ProblemArgs& a) {
   if (!a.model.empty()) axes.push_back({"model", tuner::axis_values("--model", a.model, false)});
   if (!a.hf_config.empty()) axes.push_back({"hf_config", tuner::axis_values("--hf-config", a.hf_config, false)});
   for (const char* n : {"tp", "ep"}) {
-    const std::string& text = std::string(n) == "tp" ? a.tp : a.ep;
-    tuner::Axis ax{n, tuner::axis_values(std::string("--") + n, text, true)};
-    for (auto& v : ax.values)
-      if (std::stoll(v) < 1 || std::stoll(v) > 1024)
-        throw Error(std::string("--") + n + " '" + text + "': " + v + " is not a parallel degree (1 .. 1024)");
+    const std::string flag = std::string("--") + n, text = std::string(n) == "tp" ? a.tp : a.ep;
+    const std::string what = ": must be a positive integer (or a list of them, 1,2,4, or a range of powers of two, 1-8)";
+    tuner::Axis ax{n, {}};
+    try {
+      ax.values = tuner::axis_values(flag, text, true);
+    } catch (const Error&) {
+      throw Error(flag + " " + text + what);
+    }
+    for (auto& v : ax.values) {
+      const std::string which = flag + " " + text + ": " + (ax.values.size() > 1 ? v + " " : "");
+      if (std::stoll(v) < 1) throw Error(flag + " " + text + what);
+      if (std::stoll(v) > INT_MAX) throw Error(which + "must be at most " + std::to_string(INT_MAX));
+    }
     axes.push_back(std::move(ax));
   }
   for (const Given& g : given_params(a)) axes.push_back({g.name, tuner::axis_values(g.flag, g.text, integer_param(g.name))});

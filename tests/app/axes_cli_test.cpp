@@ -129,6 +129,11 @@ TEST(AxesCli, DryRunPrintsThePlanAndRunsNothing) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("plan: 2 problems"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("router experts=128,topk=8:"), std::string::npos) << r.out;
+  // --model and --set take lists as well.
+  r = mb("sweep router --model qwen3-30b-a3b,deepseek-v3 --set topk=4,8 --tokens 1 --backend cpu --dry-run");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("plan: 4 problems"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("router model=deepseek-v3,topk=8:"), std::string::npos) << r.out;
   r = mb("sweep router --experts 64,128 --topk 4,8,16 --zip experts,topk --tokens 1 --backend cpu --dry-run");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("differ in length"), std::string::npos) << r.out;
@@ -149,7 +154,8 @@ TEST(AxesCli, ShardHalvesMergeIntoTheWholeCrossProduct) {
   ASSERT_EQ(m.code, 0) << m.out;
   auto keys = [](const fs::path& dir) {
     std::set<std::string> k;
-    for (auto& p : moe::tuner::read_results(dir.string())["points"]) k.insert(p.value("point", "") + " " + p["axes"].dump());
+    const json res = moe::tuner::read_results(dir.string());
+    for (auto& p : res["points"]) k.insert(p.value("point", "") + " " + p["axes"].dump());
     return k;
   };
   EXPECT_EQ(keys(d / "all").size(), 12u);  // 2 experts x 3 topk (2,4,8) x 2 token counts

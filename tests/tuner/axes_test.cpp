@@ -9,23 +9,13 @@
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "moe/family.hpp"
+#include "support/error_text.hpp"
 #include "tuner/problem/axes.hpp"
 #include "tuner/search/plan.hpp"
 
 using namespace moe::tuner;
 
-namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const moe::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-}  // namespace
+using moe::testing::error_of;
 
 TEST(Axes, ListsAndRangesOfPowersOfTwo) {
   EXPECT_EQ(axis_values("--experts", "64,128,256,384", true), (std::vector<std::string>{"64", "128", "256", "384"}));
@@ -60,7 +50,7 @@ TEST(Axes, CrossProductAndZip) {
   ASSERT_EQ(all.size(), 18u);
   std::set<std::string> distinct;
   for (auto& c : all) distinct.insert(axes_text(c));
-  EXPECT_EQ(distinct.size(), 9u * 2);  // topk 8 twice: each combination twice, the rest once
+  EXPECT_EQ(distinct.size(), 3u * 2 * 2);  // topk 8 is given twice: those combinations come twice
   EXPECT_EQ(axes_text(all.front()), "experts=64,topk=4,dtype=bf16");
   EXPECT_EQ(axes_text(all[1]), "experts=64,topk=4,dtype=f16");  // the last axis varies fastest
   const auto zipped = expand_axes(axes, {{"experts", "topk"}});
@@ -78,7 +68,7 @@ TEST(Axes, InvalidCombinationsAreSkippedInThePlan) {
   const moe::FamilyDesc& router = moe::family("router");
   if (!router.backend(moe::Backend::cpu)) GTEST_SKIP() << "no cpu router in this build";
   auto problem = [&](std::int64_t experts) {
-    return moe::complete(router.problem_params, moe::Params{{"experts", experts}, {"groups", std::int64_t{8}}, {"topk", std::int64_t{2}}, {"tokens", std::int64_t{1}}}, "router");
+    return moe::complete(router.problem_params, moe::Params{{"experts", experts}, {"groups", std::int64_t{8}}, {"topk_group", std::int64_t{8}}, {"topk", std::int64_t{2}}, {"tokens", std::int64_t{1}}}, "router");
   };
   std::vector<SweepUnit> units;
   for (std::int64_t e : {8, 12, 16}) {
@@ -100,4 +90,21 @@ TEST(Axes, InvalidCombinationsAreSkippedInThePlan) {
     EXPECT_NE(p.label.find("experts=" + p.axes.front().second), std::string::npos) << p.label;
   }
   EXPECT_EQ(keys.size(), 8u);
+}
+
+// `sweep all --rsf 1,2`: dispatch's problem is the same for both values; it is tuned once, and
+// its points do not claim an rsf they do not depend on.
+TEST(Axes, RepeatedUnitsAreTunedOnce) {
+  const moe::FamilyDesc& f = moe::family("dispatch");
+  const moe::Params a{{"experts", std::int64_t{64}}}, b{{"experts", std::int64_t{128}}};
+  std::vector<SweepUnit> units = {{&f, a, {{"experts", "64"}, {"rsf", "1"}}, {}, {}},
+                                  {&f, b, {{"experts", "128"}, {"rsf", "1"}}, {}, {}},
+                                  {&f, a, {{"experts", "64"}, {"rsf", "2"}}, {}, {}},
+                                  {&f, b, {{"experts", "128"}, {"rsf", "2"}}, {}, {}},
+                                  {&f, {}, {{"experts", "12"}, {"rsf", "2"}}, "no problem", {}}};
+  const auto out = merge_repeated_units(units);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(axes_text(out[0].axes), "experts=64");
+  EXPECT_EQ(axes_text(out[1].axes), "experts=128");
+  EXPECT_EQ(out[2].skip, "no problem");
 }

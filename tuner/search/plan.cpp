@@ -1,6 +1,7 @@
 #include "tuner/search/plan.hpp"
 
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -80,6 +81,27 @@ std::vector<Candidate> file_candidates(const json& space, const std::string& pat
 }
 
 }  // namespace
+
+std::vector<SweepUnit> merge_repeated_units(std::vector<SweepUnit> units) {
+  std::vector<SweepUnit> out;
+  std::map<std::string, std::size_t> seen;  // family/problem -> its unit in `out`
+  for (SweepUnit& u : units) {
+    if (!u.skip.empty()) {
+      out.push_back(std::move(u));
+      continue;
+    }
+    const std::string key = u.family->name + "/" + u.problem.str();
+    auto it = seen.find(key);
+    if (it == seen.end()) {
+      seen[key] = out.size();
+      out.push_back(std::move(u));
+      continue;
+    }
+    AxisValues& kept = out[it->second].axes;
+    std::erase_if(kept, [&](const auto& av) { return std::find(u.axes.begin(), u.axes.end(), av) == u.axes.end(); });
+  }
+  return out;
+}
 
 Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64_t>& tokens, Backend backend,
                const DeviceInfo& dev, const std::string& space) {

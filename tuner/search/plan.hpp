@@ -62,6 +62,11 @@ struct Plan {
   int total_candidates = 0;
 };
 
+// Units of one family and problem, from combinations of the axes that differ only in what that
+// family does not take (`sweep all --rsf 1,2`: dispatch's problem is the same for both), become
+// one, the first, keeping only the axis values they share. Skipped units stay as they are.
+std::vector<SweepUnit> merge_repeated_units(std::vector<SweepUnit> units);
+
 // space: "default", "full", or a JSON file holding a list of configs (for every family) or an
 // object {family: [configs]}. The default config is always a candidate.
 Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64_t>& tokens, Backend backend,

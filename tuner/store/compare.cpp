@@ -66,7 +66,8 @@ CompareReport compare_results(const json& base, const json& now, double threshol
     row.base = stats_from_json(rb.value("stats", json::object()));
     row.now = stats_from_json(rn.value("stats", json::object()));
     row.status_now = rn.value("status", "");
-    for (auto& [name, v] : rb.value("axes", json::object()).items())
+    const json axes = rb.value("axes", json::object());  // items() of a temporary would dangle
+    for (auto& [name, v] : axes.items())
       if (v.is_string()) row.axes.push_back({name, v.get<std::string>()});
     if (row.status_now != "ok" || row.now.n == 0) {
       row.v = Verdict::broken;
