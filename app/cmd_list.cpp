@@ -40,6 +40,11 @@ void add_list_command(CLI::App& root) {
       fmt::print("\n");
     }
     if (!only->empty()) return;
+    fmt::print("axes: every problem parameter (flag or --set NAME=...), --model, --tp and --ep take a list; an integer\n"
+               "  one a range of powers of two too (A-B, as --tokens 1-4096). `sweep` runs every combination, one\n"
+               "  problem each, and skips (with the reason) a combination no family takes; --zip A,B pairs two lists\n"
+               "  instead of crossing them; --dry-run shows the plan. For example:\n"
+               "    moebench sweep router --experts 64,128,256,384 --topk 4,8 --tokens 1,16 --dry-run\n\n");
     fmt::print("model presets ({}):\n", tuner::models_dir());
     for (auto& name : tuner::model_names()) {
       const Params m = tuner::load_model(name);

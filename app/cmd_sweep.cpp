@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <ctime>
@@ -16,6 +17,7 @@
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
 #include "tuner/search/layer_units.hpp"
+#include "tuner/search/plan_text.hpp"
 #include "tuner/problem/problem.hpp"
 #include "tuner/store/report.hpp"
 #include "tuner/run/runner.hpp"
@@ -34,7 +36,7 @@ struct SweepArgs {
   double zipf_s = 1.2;
   int min_samples = 10, threads = 0;
   std::uint64_t seed = 0;
-  bool resume = false, no_retry = false, quiet = false, json = false, no_cupti = false;
+  bool resume = false, no_retry = false, quiet = false, json = false, no_cupti = false, dry_run = false;
 };
 
 // What `sweep <what>` covers: one family (moe-layer is one too: the whole pipeline as a
@@ -93,15 +95,28 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   o.backend = backend;
   if (backend == Backend::cuda) o.devices = parse_devices(a.devices);
   else refuse_for_cpu(cmd, "--devices", "names the GPUs to sweep on");
+  o.axes = multi_axes(a.problem);
   if (a.what == "all" || a.what == "moe-layer") {
     std::vector<std::string> warnings;
-    o.units = tuner::layer_units(problem_params(family("moe-layer"), a.problem, false), backend, warnings);
+    for (ProblemChoice& c : problem_choices(family("moe-layer"), a.problem, false)) {
+      if (!c.skip.empty()) {
+        o.units.push_back({&family("moe-layer"), {}, c.axes, c.skip, {}});
+        continue;
+      }
+      for (tuner::SweepUnit& u : tuner::layer_units(c.problem, c.slice, backend, warnings)) {
+        u.axes = c.axes;
+        o.units.push_back(std::move(u));
+      }
+    }
+    std::sort(warnings.begin(), warnings.end());
+    warnings.erase(std::unique(warnings.begin(), warnings.end()), warnings.end());
     for (auto& w : warnings) fmt::print(stderr, "moebench: warning: {}\n", w);
   } else {
     bool strict = false;
     for (const FamilyDesc* f : sweep_targets(a.what, backend, strict))
-      o.units.push_back({f, problem_params(*f, a.problem, strict)});
+      for (ProblemChoice& c : problem_choices(*f, a.problem, strict)) o.units.push_back({f, c.problem, c.axes, c.skip, {}});
   }
+  o.units = tuner::merge_repeated_units(std::move(o.units));
   o.tokens = tuner::parse_token_list(a.problem.tokens);
   o.threads = a.threads;
   o.space = a.space;
@@ -133,6 +148,10 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   o.watchdog_s = tuner::parse_duration(a.watchdog, "--watchdog");
   if (o.watchdog_s <= 0) throw Error("--watchdog " + a.watchdog + ": must be a positive duration (e.g. 20s)");
   const DeviceInfo dev = backend == Backend::cuda ? cuda_device_info(o.devices.front()) : cpu_device_info(a.threads);
+  if (a.dry_run) {
+    fmt::print("{}", tuner::plan_text(o.units, o.axes, o.tokens, backend, dev, o.space, o.shard));
+    return;
+  }
   std::vector<std::string> argv = command_argv();
   o.command = shell_join(argv);
   o.out_dir = a.out.empty() ? default_out(dev) : a.out;
@@ -168,6 +187,13 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
                  a.tables.empty() ? " (the default: $MOEBENCH_CONFIG_DIR, else ./configs; choose with --tables DIR)" : "");
   }
   std::fflush(stdout);
+  if (!out.interrupted && out.failed_points.empty() && !out.skipped_points.empty() &&
+      out.skipped_points.size() == static_cast<std::size_t>(out.points_done)) {
+    fmt::print(stderr, "moebench: error: nothing could run: every one of the {} points was skipped, e.g. {}\n",
+               out.points_done, out.skipped_points.front());
+    std::fflush(stderr);
+    throw CLI::RuntimeError(1);
+  }
   if (!out.interrupted && !out.failed_points.empty()) {
     // A row in the summary is easy to miss in CI: points that could not run fail the command.
     fmt::print(stderr, "moebench: error: {} of {} points could not run, e.g. {}\n", out.failed_points.size(),
@@ -198,6 +224,7 @@ void add_sweep_command(CLI::App& root) {
   cmd->add_option("--budget", a->budget, "TIME for the whole sweep (10m, 90s) or N candidates per point");
   cmd->add_option("--shard", a->shard, "i/n: run the i-th of n deterministic parts (join them with `moebench merge`)")
       ->default_str("0/1");
+  cmd->add_flag("--dry-run", a->dry_run, "print the expanded plan (problems x tokens x candidates, the estimated time) and run nothing");
   cmd->add_flag("--resume", a->resume,
                 "continue the sweep whose journal is in --out, skipping what is done; candidates whose worker "
                 "crashed or timed out are measured again, once");

@@ -17,6 +17,12 @@ kernel family and problem in the file it writes three kinds of plot:
                                          N is --tokens, or the nearest measured count (log2
                                          distance, ties to the smaller); default: the largest
 
+  axis-<family>-<axis>.png               for a sweep over problem axes (--experts 64,128,256 ...),
+                                         per axis given several values: the chosen config's
+                                         median time against that axis, one line per token
+                                         count and value of the other axes (with % of peak
+                                         beside it on a GPU)
+
 <problem> appears only when the file holds several problems of one family: it names the
 parameters that tell them apart (e.g. gmm's stage). Titles give the device and the problem.
 Exits 2 with a one-line message when the file is not a results file, 1 when nothing in it
@@ -263,6 +269,55 @@ class Plotter:
         self.titles(fig, ax, f"{group.kernel}: time against tokens", group)
         self.save(fig, f"time-{group.kernel}{suffix}")
 
+    def axis_plots(self, results):
+        """Time (and % of peak on a GPU) against each axis of the sweep given several values."""
+        points = [p for p in results.get("points") or [] if isinstance(p.get("axes"), dict)]
+        for axis in self.meta.get("axes") or []:
+            name, values = axis.get("name"), [str(v) for v in axis.get("values") or []]
+            if len(values) < 2:
+                continue
+            numeric = all(re.fullmatch(r"-?\d+", v) for v in values)
+            for kernel in sorted({p.get("kernel") for p in points}):
+                lines = {}
+                for p in points:
+                    a = p["axes"]
+                    chosen = p.get("chosen") or {}
+                    if p.get("kernel") != kernel or name not in a or not number(chosen.get("median_us")):
+                        continue
+                    others = ",".join(f"{k}={v}" for k, v in sorted(a.items()) if k != name)
+                    key = (p.get("tokens", 0), others)
+                    lines.setdefault(key, []).append((str(a[name]), chosen["median_us"], p.get("pct_peak")))
+                if not lines:
+                    continue
+                pct = self.meta.get("backend") != "cpu" and any(
+                    number(v[2]) for pts in lines.values() for v in pts)
+                fig, axes = self.plt.subplots(1, 2 if pct else 1, figsize=(12 if pct else 8, 5.2), layout="constrained",
+                                              squeeze=False)
+                position = {v: (int(v) if numeric else i) for i, v in enumerate(values)}
+                for (tokens, others), pts in sorted(lines.items()):
+                    pts.sort(key=lambda v: values.index(v[0]) if v[0] in values else len(values))
+                    label = f"T={tokens}" + (f" {others}" if others else "")
+                    xs = [position.get(v[0], len(values)) for v in pts]
+                    axes[0][0].plot(xs, [v[1] for v in pts], marker="o", markersize=4, linewidth=1.2, label=label)
+                    if pct:
+                        axes[0][1].plot(xs, [v[2] if number(v[2]) else float("nan") for v in pts], marker="o",
+                                        markersize=4, linewidth=1.2, label=label)
+                for ax in axes[0]:
+                    ax.xaxis.set_major_locator(self.FixedLocator([position[v] for v in values]))
+                    ax.xaxis.set_major_formatter(self.FuncFormatter(
+                        lambda x, _: next((v for v in values if position[v] == x), "")))
+                    ax.set_xlabel(name)
+                    ax.grid(True, which="major", alpha=0.3)
+                axes[0][0].set_yscale("log")
+                self.plain_log_labels(axes[0][0].yaxis)
+                axes[0][0].set_ylabel("median time of the chosen config (us, log scale)")
+                axes[0][0].legend(loc="best", fontsize=7)
+                if pct:
+                    axes[0][1].set_ylabel("% of peak")
+                    axes[0][1].set_ylim(bottom=0)
+                fig.suptitle(f"{kernel}: time against {name}\n{self.device}", fontsize=11)
+                self.save(fig, f"axis-{kernel}-{name}")
+
     def peak_plot(self, group, suffix):
         peak = self.meta.get("copy_bw_gbps")
         # A cpu's copy bandwidth is no peak (data in cache outruns it); older files carry the ratio.
@@ -384,6 +439,7 @@ def main(argv=None):
         p.time_plot(g, suffix)
         p.peak_plot(g, suffix)
         p.space_plot(g, suffix, args.tokens)
+    p.axis_plots(results)
     if not p.written:
         fail(f"{args.results} has no timed (status ok) record to plot", 1)
     for path in p.written:

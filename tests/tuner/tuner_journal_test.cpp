@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/error_text.hpp"
 #include "support/temp_dirs.hpp"
 #include "moe/error.hpp"
 #include "tuner/store/journal.hpp"
@@ -26,14 +27,7 @@ std::string read_all(const fs::path& p) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const moe::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using moe::testing::error_of;
 
 }  // namespace
 

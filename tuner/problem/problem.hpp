@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "moe/family.hpp"
+#include "tuner/problem/axes.hpp"  // parse_token_list
 
 namespace moe::tuner {
 
@@ -13,8 +14,6 @@ namespace moe::tuner {
 // keys of `overrides` it does not have are an Error when `strict` (the user named them).
 Params problem_for(const FamilyDesc& f, const Params& model, const Params& overrides, bool strict);
 
-// "1,2,4" or "1-64" (powers of two) or "default" → token counts; Errors say what is wrong.
-std::vector<std::int64_t> parse_token_list(const std::string& text);
 const std::vector<std::int64_t>& default_token_grid();
 
 }  // namespace moe::tuner

@@ -38,6 +38,18 @@ std::vector<std::pair<std::string, std::string>> table_keys(const Plan& plan) {
   return {keys.begin(), keys.end()};
 }
 
+json axes_json(const AxisValues& v) {
+  json j = json::object();
+  for (auto& [n, x] : v) j[n] = x;
+  return j;
+}
+
+json axes_list(const std::vector<Axis>& axes) {
+  json j = json::array();
+  for (auto& a : axes) j.push_back({{"name", a.name}, {"values", a.values}});
+  return j;
+}
+
 // The points of units with `resolve` (the layer) are timed with the configs the other points
 // chose. The first of them to start writes the other points' tables (the same writer as at
 // the end, from the journal, so resumed points count) into s.stage_tables and resolves every
@@ -112,6 +124,8 @@ void finish_point(SweepState& s, int slot, PlanPoint& pt, const SearchResult* r,
                {"problem_key", runtime::problem_key(pt.problem)},
                {"tokens", pt.tokens},
                {"total", static_cast<int>(pt.candidates.size())}};
+  if (!pt.axes.empty()) line["axes"] = axes_json(pt.axes);
+  if (pt.invalid_problem) line["skipped"] = true;
   std::string best;
   double best_us = 0;
   if (r) {
@@ -214,7 +228,8 @@ json make_meta(SweepState& s, const JournalContents& jc, double wall_s) {
   for (auto& t : timers) used += (used.empty() ? "" : ", ") + t;
   std::set<std::string> skipped;
   for (int i : s.mine)
-    if (!s.plan.points[i].skip.empty()) skipped.insert(s.plan.points[i].family->name + ": " + s.plan.points[i].skip);
+    if (const PlanPoint& p = s.plan.points[i]; !p.skip.empty())
+      skipped.insert(p.family->name + (p.axes.empty() ? "" : " " + axes_text(p.axes)) + ": " + p.skip);
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   json tokens = json::array();
@@ -255,6 +270,7 @@ json make_meta(SweepState& s, const JournalContents& jc, double wall_s) {
                  {"notes", notes}}},
                {"copy_bw_gbps", copy_bw},
                {"skipped", skipped},
+               {"axes", axes_list(o.axes)},
                {"results_path", (fs::path(o.out_dir) / "results.json").string()}};
   // Where the layer's stage configs came from (with --tables none, a folder of this sweep's own).
   if (!s.stage_tables.empty()) meta["stage_tables"] = s.stage_tables;
@@ -265,7 +281,10 @@ json make_meta(SweepState& s, const JournalContents& jc, double wall_s) {
 
 json journal_header(const SweepOptions& o, const Plan& plan, const DeviceInfo& dev) {
   json units = json::array();
-  for (const SweepUnit& u : o.units) units.push_back({{"kernel", u.family->name}, {"problem", params_to_json(u.problem)}});
+  for (const SweepUnit& u : o.units) {
+    units.push_back({{"kernel", u.family->name}, {"problem", params_to_json(u.problem)}});
+    if (!u.axes.empty()) units.back()["axes"] = axes_json(u.axes);
+  }
   json tokens = json::array();
   for (auto t : o.tokens) tokens.push_back(t);
   return {{"type", "header"},
@@ -276,7 +295,7 @@ json journal_header(const SweepOptions& o, const Plan& plan, const DeviceInfo& d
           {"binary", version_string()},
           {"fingerprint", plan.fingerprint},
           // What the fingerprint hashes, by name, so a refused --resume can say what differs.
-          {"plan", {{"units", units}, {"tokens", tokens}, {"space", o.space}}},
+          {"plan", {{"units", units}, {"tokens", tokens}, {"space", o.space}, {"axes", axes_list(o.axes)}}},
           {"settings",
            {{"strategy", std::string(strategy_name(o.strategy))},
             {"seed", o.seed},
@@ -401,7 +420,9 @@ SweepOutcome run_sweep(const SweepOptions& o) {
   for (auto& p : out.results["points"]) {
     ++out.points_done;
     out.timed += p.value("timed", 0);
-    if (p.contains("error")) out.failed_points.push_back(p.value("point", std::string("?")) + ": " + p.value("error", ""));
+    if (!p.contains("error")) continue;
+    const std::string what = p.value("point", std::string("?")) + ": " + p.value("error", "");
+    (p.value("skipped", false) ? out.skipped_points : out.failed_points).push_back(what);
   }
   return out;
 }

@@ -20,6 +20,7 @@ namespace moe::tuner {
 
 struct SweepOptions {
   std::vector<SweepUnit> units;
+  std::vector<Axis> axes;  // the problem axes given more than one value, for the results
   std::vector<std::int64_t> tokens;
   Backend backend = Backend::cpu;
   std::vector<int> devices = {0};  // cuda ordinals, one worker each
@@ -57,6 +58,9 @@ struct SweepOutcome {
   // Points that could not run at all (the problem refused, the inputs unreadable, preparation
   // failed): "point: reason", so the command can say so and exit non-zero.
   std::vector<std::string> failed_points;
+  // Points of combinations of the axes that are no problem, or that the family refuses: in the
+  // summary with their reason, and a failure only when no point could run.
+  std::vector<std::string> skipped_points;
   std::string summary_md;
   json results;
 };

@@ -5,16 +5,19 @@
 
 namespace moe::tuner {
 
-std::vector<SweepUnit> layer_units(const Params& L, Backend b, std::vector<std::string>& warnings) {
+std::vector<SweepUnit> layer_units(const Params& L, const Params& slice, Backend b, std::vector<std::string>& warnings) {
   const FamilyDesc& layer = family("moe-layer");
   std::vector<SweepUnit> units;
   for (const Stage& st : layer_stages(L)) {
     const FamilyDesc& f = family(st.family);
-    if (f.backend(b)) units.push_back({&f, st.problem, {}});
+    Params problem = st.problem;
+    for (auto& [k, v] : slice.values())
+      if (f.problem_param(k)) problem.set(k, v);
+    if (f.backend(b)) units.push_back({&f, problem, {}, {}, {}});
     else warnings.push_back(f.name + " has no " + std::string(backend_name(b)) + " backend in this build: not swept");
   }
   if (layer.backend(b)) {
-    units.push_back({&layer, L, [b](const Params& problem, const Params& config, const DeviceInfo& dev,
+    units.push_back({&layer, L, {}, {}, [b](const Params& problem, const Params& config, const DeviceInfo& dev,
                                     const std::vector<std::string>& dirs) {
                        return resolve_layer_config(b, problem, config, dev, dirs);
                      }});

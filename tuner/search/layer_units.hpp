@@ -9,9 +9,12 @@
 
 namespace moe::tuner {
 
-// `layer_problem` is complete but for tokens. A stage family without backend `b` is left out
-// with a line in `warnings`; so is the layer, when it lacks the backend.
-std::vector<SweepUnit> layer_units(const Params& layer_problem, Backend b, std::vector<std::string>& warnings);
+// `layer_problem` is complete but for tokens. `slice` (expert_begin/expert_end from --ep, or
+// empty) goes to every stage whose family takes it: dispatch and the gmm stages. A stage
+// family without backend `b` is left out with a line in `warnings`; so is the layer, when it
+// lacks the backend.
+std::vector<SweepUnit> layer_units(const Params& layer_problem, const Params& slice, Backend b,
+                                   std::vector<std::string>& warnings);
 
 // The layer config with every "auto" stage replaced by its choice from `dirs` (explicit
 // stages stay as given), and per stage where the config came from: family, config, how

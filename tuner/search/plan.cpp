@@ -1,6 +1,7 @@
 #include "tuner/search/plan.hpp"
 
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -81,6 +82,27 @@ std::vector<Candidate> file_candidates(const json& space, const std::string& pat
 
 }  // namespace
 
+std::vector<SweepUnit> merge_repeated_units(std::vector<SweepUnit> units) {
+  std::vector<SweepUnit> out;
+  std::map<std::string, std::size_t> seen;  // family/problem -> its unit in `out`
+  for (SweepUnit& u : units) {
+    if (!u.skip.empty()) {
+      out.push_back(std::move(u));
+      continue;
+    }
+    const std::string key = u.family->name + "/" + u.problem.str();
+    auto it = seen.find(key);
+    if (it == seen.end()) {
+      seen[key] = out.size();
+      out.push_back(std::move(u));
+      continue;
+    }
+    AxisValues& kept = out[it->second].axes;
+    std::erase_if(kept, [&](const auto& av) { return std::find(u.axes.begin(), u.axes.end(), av) == u.axes.end(); });
+  }
+  return out;
+}
+
 Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64_t>& tokens, Backend backend,
                const DeviceInfo& dev, const std::string& space) {
   Plan plan;
@@ -96,6 +118,17 @@ Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64
     const SweepUnit& u = units[ui];
     const FamilyDesc& f = *u.family;
     const BackendImpl& impl = f.need_backend(backend);
+    // Whether the problem is one at all, at the smallest token count: what fails here fails at
+    // every count, and says so once per combination.
+    std::string invalid = u.skip;
+    if (invalid.empty()) try {
+        Params p = u.problem;
+        p.set("tokens", std::int64_t{1});
+        p = complete(f.problem_params, p, "family '" + f.name + "'");
+        if (f.check_problem) f.check_problem(p);
+      } catch (const Error& e) {
+        invalid = e.what();
+      }
     for (std::int64_t t : tokens) {
       PlanPoint pt;
       pt.index = static_cast<int>(plan.points.size());
@@ -105,8 +138,12 @@ Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64
       pt.problem.set("tokens", t);
       pt.tokens = t;
       pt.key = f.name + "/" + pt.problem.str();
-      pt.label = f.name + " T=" + std::to_string(t);
+      pt.axes = u.axes;
+      pt.label = f.name + (u.axes.empty() ? "" : " " + axes_text(u.axes)) + " T=" + std::to_string(t);
+      if (!u.skip.empty()) pt.key = f.name + "/" + axes_text(u.axes) + ",tokens=" + std::to_string(t) + " (no problem)";
+      pt.invalid_problem = !invalid.empty();
       try {
+        if (!invalid.empty()) throw Error(invalid);
         pt.problem = complete(f.problem_params, pt.problem, "family '" + f.name + "'");
         if (f.check_problem) f.check_problem(pt.problem);
         const Params def = complete_config(f, backend, pt.problem, impl.default_config(pt.problem, dev), dev);

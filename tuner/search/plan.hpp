@@ -10,6 +10,7 @@
 
 #include "moe/family.hpp"
 #include "tuner/measure/json_io.hpp"
+#include "tuner/problem/axes.hpp"
 #include "tuner/search/search.hpp"
 
 namespace moe::tuner {
@@ -24,6 +25,8 @@ struct ResolvedConfig {
 struct SweepUnit {
   const FamilyDesc* family = nullptr;
   Params problem;  // complete; "tokens" is set per point
+  AxisValues axes;   // its values of the sweep's multi-valued axes (empty for a one-problem sweep)
+  std::string skip;  // why this combination of the axes is no problem (then `problem` is empty)
   // Set for a unit whose configs name what other units tune (the layer's "auto" stages): its
   // points run after every other point of the sweep, once the tables those wrote are on disk,
   // and each candidate runs with what this returns for them. `problem` has tokens; `dirs`
@@ -41,9 +44,13 @@ struct PlanPoint {
   std::int64_t tokens = 0;
   std::string key;    // "<family>/<problem.str()>"
   std::string label;  // short, for progress lines
+  AxisValues axes;    // its unit's
   std::vector<Candidate> candidates;
   double estimate_s = 0;  // expected sweep time (tuner/search/point_cost.hpp); 0 when it cannot run
   std::string skip;  // why the point cannot run (the family rejects the problem); no candidates then
+  // The family rejects the problem whatever the token count: a combination of the axes that is
+  // no problem (--groups 8 with --experts 12), skipped, not failed.
+  bool invalid_problem = false;
   // Units with `resolve`: candidate key -> the explicit config it runs with. Filled by the
   // runner when the tables the unit depends on are written; not part of the fingerprint.
   std::map<std::string, ResolvedConfig> resolved;
@@ -54,6 +61,11 @@ struct Plan {
   std::string fingerprint;  // of every point's key and candidate keys
   int total_candidates = 0;
 };
+
+// Units of one family and problem, from combinations of the axes that differ only in what that
+// family does not take (`sweep all --rsf 1,2`: dispatch's problem is the same for both), become
+// one, the first, keeping only the axis values they share. Skipped units stay as they are.
+std::vector<SweepUnit> merge_repeated_units(std::vector<SweepUnit> units);
 
 // space: "default", "full", or a JSON file holding a list of configs (for every family) or an
 // object {family: [configs]}. The default config is always a candidate.

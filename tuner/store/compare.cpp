@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <algorithm>
 #include <map>
 
 namespace moe::tuner {
@@ -65,6 +66,9 @@ CompareReport compare_results(const json& base, const json& now, double threshol
     row.base = stats_from_json(rb.value("stats", json::object()));
     row.now = stats_from_json(rn.value("stats", json::object()));
     row.status_now = rn.value("status", "");
+    const json axes = rb.value("axes", json::object());  // items() of a temporary would dangle
+    for (auto& [name, v] : axes.items())
+      if (v.is_string()) row.axes.push_back({name, v.get<std::string>()});
     if (row.status_now != "ok" || row.now.n == 0) {
       row.v = Verdict::broken;
       row.ratio = 0;
@@ -83,6 +87,43 @@ CompareReport compare_results(const json& base, const json& now, double threshol
   return rep;
 }
 
+namespace {
+
+// Per (axis, value): how many pairs matched, their verdicts and the geometric mean of new/base,
+// so a change that only one expert count or dtype shows stands out.
+std::string per_axis_value(const CompareReport& r) {
+  struct Tally {
+    int n = 0, logs = 0, slow = 0, fast = 0, broken = 0;
+    double log_sum = 0;
+  };
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, Tally> t;
+  for (auto& row : r.rows)
+    for (auto& av : row.axes) {
+      if (!t.count(av)) order.push_back(av);
+      Tally& x = t[av];
+      ++x.n;
+      x.slow += row.v == Verdict::slow;
+      x.fast += row.v == Verdict::fast;
+      x.broken += row.v == Verdict::broken;
+      if (row.v != Verdict::broken && row.ratio > 0) {
+        x.log_sum += std::log(row.ratio);
+        ++x.logs;
+      }
+    }
+  if (order.empty()) return "";
+  std::stable_sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::string md = "\n| axis | value | matched | SLOW | FAST | BROKEN | geometric mean new/base |\n|---|---|---:|---:|---:|---:|---:|\n";
+  for (auto& av : order) {
+    const Tally& x = t[av];
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", av.first, av.second, x.n, x.slow, x.fast, x.broken,
+                      x.logs ? fmt::format("{:.3f}", std::exp(x.log_sum / x.logs)) : std::string("-"));
+  }
+  return md;
+}
+
+}  // namespace
+
 std::string compare_markdown(const CompareReport& r, double threshold) {
   std::string md = "| kernel | problem | tokens | config | base median us | new median us | change | verdict |\n"
                    "|---|---|---:|---|---:|---:|---:|---|\n";
@@ -100,7 +141,7 @@ std::string compare_markdown(const CompareReport& r, double threshold) {
       r.rows.size(), r.count(Verdict::same), r.count(Verdict::fast), r.count(Verdict::slow), r.count(Verdict::noisy),
       r.count(Verdict::broken), threshold * 100, r.geomean, (r.geomean - 1) * 100);
   if (r.only_base || r.only_new) md += fmt::format("; {} only in BASE, {} only in NEW", r.only_base, r.only_new);
-  md += "\n";
+  md += "\n" + per_axis_value(r);
   return md;
 }
 

@@ -5,7 +5,9 @@
 //   SAME   the medians differ by no more than the threshold
 //   NOISY  they differ by more, but the interquartile ranges overlap: not a trustworthy change
 //   SLOW / FAST  they differ by more and the ranges are apart
-// A record that was ok in BASE and is not in NEW is BROKEN.
+// A record that was ok in BASE and is not in NEW is BROKEN. When the records carry the values
+// of a sweep's problem axes (their problem keys hold them, so matched records share them), the
+// report adds the geometric mean and verdicts per axis value.
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@ struct CompareRow {
   double ratio = 1;  // now / base median
   Verdict v = Verdict::same;
   std::string status_now;  // for BROKEN
+  std::vector<std::pair<std::string, std::string>> axes;  // the base record's axis values, if it has any
 };
 
 struct CompareReport {

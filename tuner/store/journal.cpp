@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "io/json_text.hpp"
@@ -131,9 +132,28 @@ std::vector<std::string> plan_differences(const json& was, const json& now) {
     for (auto& u : plan.value("units", json::array())) k.push_back(u.value("kernel", ""));
     return k;
   };
-  if (kernels(was) != kernels(now)) {
+  // The axes first: when they differ, the units (one per combination) differ by the same.
+  auto axes = [](const json& plan) {
+    std::map<std::string, std::string> m;
+    for (auto& a : plan.value("axes", json::array())) {
+      std::string v;
+      for (auto& x : a.value("values", json::array())) v += (v.empty() ? "" : ",") + x.get<std::string>();
+      m[a.value("name", "")] = v;
+    }
+    return m;
+  };
+  const auto aw = axes(was), an = axes(now);
+  std::map<std::string, int> names;
+  for (auto& [n, v] : aw) names[n];
+  for (auto& [n, v] : an) names[n];
+  for (auto& [n, unused] : names) {
+    auto w = aw.find(n), x = an.find(n);
+    const std::string vw = w == aw.end() ? "(one value)" : w->second, vn = x == an.end() ? "(one value)" : x->second;
+    if (vw != vn) out.push_back("axis " + n + ": " + vw + " vs " + vn);
+  }
+  if (out.empty() && kernels(was) != kernels(now)) {
     out.push_back("kernels: " + shown(kernels(was)) + " vs " + shown(kernels(now)));
-  } else {
+  } else if (out.empty()) {
     const json &uw = was["units"], &un = now["units"];
     for (std::size_t i = 0; i < uw.size(); ++i) {
       std::vector<std::string> d;

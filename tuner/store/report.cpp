@@ -56,6 +56,54 @@ std::string resolved_text(const json& resolved, bool short_names) {
 int timed_count(const json& p) { return p.value("timed", p.value("evaluated", 0)); }
 int not_usable_count(const json& p) { return p.value("not_usable", 0); }
 
+std::string axes_line(const json& axes) {
+  std::string t;
+  for (auto& [n, v] : axes.items()) t += (t.empty() ? "" : ",") + n + "=" + v.get<std::string>();
+  return t;
+}
+
+// Per axis given several values: the chosen config's median time across its values, one row
+// per kernel, token count and value of the other axes.
+std::string axis_tables(const json& results) {
+  const json& meta = results.value("meta", json::object());
+  std::string md;
+  for (auto& axis : meta.value("axes", json::array())) {
+    const std::string name = axis.value("name", "");
+    const json values = axis.value("values", json::array());
+    if (values.size() < 2) continue;
+    std::vector<std::string> rows;
+    std::map<std::string, std::map<std::string, std::string>> cells;
+    for (auto& p : results["points"]) {
+      if (!p.contains("axes") || !p["axes"].contains(name)) continue;
+      json others = p["axes"];
+      others.erase(name);
+      const std::string row = fmt::format("| {} | {} | {} |", p.value("kernel", ""), p.value("tokens", 0),
+                                          others.empty() ? std::string("-") : axes_line(others));
+      if (!cells.count(row)) rows.push_back(row);
+      std::string cell = p.value("skipped", false) ? "skipped" : p.contains("error") ? "error" : "-";
+      if (p.contains("chosen")) cell = num(p["chosen"], "median_us", "{:.3f}");
+      cells[row][p["axes"][name].get<std::string>()] = cell;
+    }
+    if (rows.empty()) continue;
+    md += "\n## across " + name + " (median us of the chosen config)\n\n| kernel | tokens | other axes |";
+    std::string rule = "|---|---:|---|";
+    for (auto& v : values) {
+      md += " " + name + "=" + v.get<std::string>() + " |";
+      rule += "---:|";
+    }
+    md += "\n" + rule + "\n";
+    for (auto& row : rows) {
+      md += row;
+      for (auto& v : values) {
+        auto it = cells[row].find(v.get<std::string>());
+        md += " " + (it == cells[row].end() ? std::string("-") : it->second) + " |";
+      }
+      md += "\n";
+    }
+  }
+  return md;
+}
+
 }  // namespace
 
 std::string markdown_summary(const json& results, std::size_t config_width) {
@@ -99,7 +147,8 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<const json*>> groups;
   for (auto& p : results["points"]) {
-    const std::string k = p.value("kernel", "") + "  " + p.value("problem_key", "");
+    // A skipped combination of the axes has no problem to name: its axis values say which it is.
+    const std::string k = p.value("kernel", "") + "  " + (p.value("skipped", false) && p.contains("axes") ? axes_line(p["axes"]) : p.value("problem_key", ""));
     if (!groups.count(k)) order.push_back(k);
     groups[k].push_back(&p);
   }
@@ -114,7 +163,8 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
       const std::string counts = fmt::format("{}/{} | {}", timed_count(*p), p->value("total", 0), not_usable_count(*p));
       if (!p->contains("chosen")) {
         md += fmt::format("| {} | {} | - | - | - | - | {}{} |\n", p->value("tokens", 0),
-                          p->contains("error") ? "error: " + (*p)["error"].get<std::string>() : std::string("no valid config"),
+                          p->contains("error") ? (p->value("skipped", false) ? "skipped: " : "error: ") + (*p)["error"].get<std::string>()
+                                               : std::string("no valid config"),
                           cpu ? "" : "- | ", counts);
         continue;
       }
@@ -140,6 +190,7 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
                         num(*p, "tflops", "{:.2f}"), cpu ? "" : pct + " | ", counts);
     }
   }
+  md += axis_tables(results);
   if (above_peak)
     md += "\n(cache): faster than the measured copy bandwidth, so the data came from cache (hot timer, or a problem "
           "that fits in L2): not a fraction of the memory peak.\n";

@@ -84,6 +84,7 @@ json build_results(const JournalContents& jr, const json& meta) {
     pk.erase("tokens");
     r["problem"] = pk;
     r["problem_key"] = f.value("problem_key", "");
+    if (point.count(pkey) && point[pkey].contains("axes")) r["axes"] = point[pkey]["axes"];
     r["config"] = f.value("config", json::object());
     r["config_key"] = f.value("config_key", "");
     for (const char* k : {"resolved_config", "config_source"})
@@ -131,6 +132,8 @@ json build_results(const JournalContents& jr, const json& meta) {
               {"rounds", pl.value("rounds", 0)},
               {"budget_hit", pl.value("budget_hit", false)}};
     if (pl.contains("error")) p["error"] = pl["error"];
+    if (pl.contains("axes")) p["axes"] = pl["axes"];
+    if (pl.contains("skipped")) p["skipped"] = pl["skipped"];
     auto& recs = by_point[pkey];
     // "evaluated" counts every candidate the search tried; only those that ran correctly were timed.
     int timed = 0;
