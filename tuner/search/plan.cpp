@@ -105,11 +105,13 @@ Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64
       pt.problem.set("tokens", t);
       pt.tokens = t;
       pt.key = f.name + "/" + pt.problem.str();
-      pt.label = f.name + " T=" + std::to_string(t);
+      // The layer sweeps gmm twice (up and down): the label names the stage.
+      pt.label = f.name + (u.problem.has("stage") ? " " + u.problem.s("stage") : "") + " T=" + std::to_string(t);
       try {
         pt.problem = complete(f.problem_params, pt.problem, "family '" + f.name + "'");
         if (f.check_problem) f.check_problem(pt.problem);
-        const Params def = complete_config(f, backend, pt.problem, impl.default_config(pt.problem, dev), dev);
+        const Params def = complete_config(
+            f, backend, pt.problem, u.baseline.values().empty() ? impl.default_config(pt.problem, dev) : u.baseline, dev);
         std::vector<Candidate> cands;
         if (from_file) {
           cands = file_candidates(file, space, f, backend, pt.problem, dev);
