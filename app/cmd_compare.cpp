@@ -26,8 +26,12 @@ void add_compare_command(CLI::App& root) {
   cmd->callback([a] {
     const double thr = tuner::parse_fraction(a->threshold, "--threshold");
     const auto rep = tuner::compare_results(tuner::read_results(a->base), tuner::read_results(a->now), thr);
+    // Nothing compared is no verdict: a geometric mean of 1.000 would read as "no change".
+    if (rep.rows.empty())
+      throw Error("no record of BASE matches one of NEW (" + std::to_string(rep.only_base) + " only in BASE, " +
+                  std::to_string(rep.only_new) + " only in NEW): records match on kernel, problem, token count and "
+                  "config, so compare sweeps of the same problems");
     fmt::print("{}", tuner::compare_markdown(rep, thr));
-    if (rep.rows.empty()) fmt::print(stderr, "moebench: warning: no record of BASE matches one of NEW\n");
     const int bad = rep.count(tuner::Verdict::slow) + rep.count(tuner::Verdict::broken);
     if (a->fail_on == "slow" && bad > 0) {
       fmt::print(stderr, "moebench: {} record(s) SLOW or BROKEN beyond {:.1f}%\n", bad, thr * 100);

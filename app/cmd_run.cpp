@@ -13,13 +13,16 @@
 #include "tuner/measure/harness.hpp"
 #include "tuner/problem/problem.hpp"
 #include "tuner/store/tables_dir.hpp"
+#include "layer/stage_configs.hpp"
+#include "runtime/lookup.hpp"
+#include "runtime/table.hpp"
 
 namespace moe::app {
 
 namespace {
 
 struct RunArgs {
-  std::string family, backend = "auto", config, dist = "uniform", save;
+  std::string family, backend = "auto", config, dist = "uniform", save, tables;
   std::vector<std::string> inputs;
   std::uint64_t seed = 1;
   int device = 0, threads = 0, repeat = 5;
@@ -50,6 +53,28 @@ TensorMap load_inputs(const FamilyDesc& f, const Params& problem, const std::vec
   return given;
 }
 
+// --tables: the config runtime dispatch would pick from DIR, in place of the family default
+// (a config given with --config wins, parameter by parameter).
+Params table_config(const FamilyDesc& f, Backend b, const Params& problem, const DeviceInfo& dev, const RunArgs& ra,
+                    std::string& source) {
+  const runtime::Choice c = runtime::choose_config(f, b, problem, dev, {ra.tables}, true);
+  source = c.how == runtime::Match::fallback ? "default: " + c.reason
+                                              : std::string(runtime::match_name(c.how)) + " entry " + std::to_string(c.key) +
+                                                    " of " + c.table;
+  return c.config;
+}
+
+// The layer's stages as they ran: each stage's config and where it came from, so a user sees
+// whether the tables were found. With --tables, "auto" stages are pinned to DIR's choices.
+std::vector<StageChoice> resolve_stages(Backend b, const Params& problem, Params& config, const DeviceInfo& dev,
+                                        const RunArgs& ra) {
+  const auto dirs = ra.tables.empty() ? runtime::default_table_dirs() : std::vector<std::string>{ra.tables};
+  const ResolvedLayer r = resolve_layer(b, problem, config, dev, dirs, false);
+  for (std::size_t i = 0; i < r.stages.size(); ++i)
+    if (config.s(r.stages[i].name) == "auto") config.set(r.stages[i].name, stage_config_text(r.choices[i].config));
+  return r.choices;
+}
+
 void run(const CLI::App& cmd, const ProblemArgs& pa, const RunArgs& ra) {
   const FamilyDesc& f = family(ra.family);
   const Backend backend = pick_backend(ra.backend);
@@ -78,14 +103,31 @@ void run(const CLI::App& cmd, const ProblemArgs& pa, const RunArgs& ra) {
   const tuner::Prepared p = tuner::prepare(f, problem, opt, load_inputs(f, problem, ra.inputs));
   const BackendImpl& impl = f.need_backend(backend);
   const Params given = parse_assignments(impl.config_params, ra.config, f.name + " " + std::string(backend_name(backend)) + " config");
-  const Params config = tuner::complete_config(f, backend, p.problem, given, dev);
+  Params config = tuner::complete_config(f, backend, p.problem, given, dev);
+  std::string source = ra.config.empty() ? "default" : "given";
+  std::vector<StageChoice> stages;
+  if (f.name == "moe-layer") {
+    stages = resolve_stages(backend, p.problem, config, dev, ra);
+    source = "stages below";
+  } else if (!ra.tables.empty()) {
+    config = tuner::complete_config(f, backend, p.problem, table_config(f, backend, p.problem, dev, ra, source), dev);
+    for (auto& [k, v] : given.values()) config.set(k, v);
+    if (!ra.config.empty()) source += ", with --config over it";
+  }
 
   const tuner::Outcome o = tuner::run_backend(p, backend, config, dev, ra.repeat);
   std::vector<double> t = o.times_us;
   std::sort(t.begin(), t.end());
   const double med = t[t.size() / 2];
-  fmt::print("family   {}\nproblem  {}\nbackend  {} ({})\nconfig   {}{}\n", f.name, p.problem.str(), backend_name(backend),
-             dev.name, config.str(), ra.config.empty() ? " (default)" : "");
+  fmt::print("family   {}\nproblem  {}\nbackend  {} ({})\n", f.name, p.problem.str(), backend_name(backend), dev.name);
+  if (stages.empty()) fmt::print("config   {} ({})\n", config.str(), source);
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const StageChoice& c = stages[i];
+    const std::string from = c.how == "explicit" || c.how == "family default" ? "given"
+                             : c.how == "default" ? "default: " + (c.warning.empty() ? "no table" : c.warning)
+                                                  : c.how + " entry " + std::to_string(c.key) + " of " + c.table;
+    fmt::print("stage    {}: {} ({})\n", layer_stages(p.problem)[i].name, c.config.str(), from);
+  }
   fmt::print("time     median {:.2f} us, min {:.2f} us over {} runs", med, t.front(), t.size());
   if (p.cost.bytes > 0) fmt::print(", {:.1f} GB/s", p.cost.bytes / med / 1e3);
   if (p.cost.flops > 0) fmt::print(", {:.3f} TFLOP/s", p.cost.flops / med / 1e6);
@@ -112,12 +154,17 @@ void add_run_command(CLI::App& root) {
   for (auto* f : families()) names += (names.empty() ? "" : "|") + f->name;
   cmd->add_option("family", ra->family, "kernel family: " + names)->required();
   add_problem_options(*cmd, *pa, "64");
+  cmd->get_option("--tokens")->description("token count: one number (`moebench sweep` takes lists)");
   cmd->add_option("--backend", ra->backend, "cpu | cuda | auto (cuda when a GPU is visible)")->default_str("auto");
   allow_only(cmd->add_option("--device", ra->device, "CUDA device ordinal")->default_str("0"), Allowed::non_negative_int);
   allow_only(cmd->add_option("--threads", ra->threads, "cpu backend threads (0: all cores)")->default_str("0"),
              Allowed::thread_count, "0: all cores");
   cmd->add_option("--config", ra->config, "config as NAME=VALUE,... (unset ones: the family default)");
   cmd->add_option("--input", ra->inputs, "NAME=FILE.npy: use this input instead of a generated one (repeatable)");
+  cmd->add_option("--tables", ra->tables,
+                  "take the config from the tables in DIR, as runtime dispatch would (moe-layer: every auto stage); "
+                  "default: the family default, and for moe-layer's stages $MOEBENCH_CONFIG_DIR, else ./configs and "
+                  "the shipped tables");
   cmd->add_option("--save", ra->save, "write every input, output and reference output as NAME.npy in DIR");
   cmd->add_option("--dist", ra->dist, "routing: uniform | zipf | FILE.npy (captured logits [N,E] or ids [N,k])")->default_str("uniform");
   allow_only(cmd->add_option("--zipf-s", ra->zipf_s, "zipf exponent for --dist zipf (0: uniform)")->default_str("1.2"),

@@ -1,11 +1,14 @@
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <new>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "app/commands.hpp"
+#include "app/flag_spelling.hpp"
 #include "moe/error.hpp"
 #include "tuner/base/interrupt.hpp"
 #include "tuner/base/version.hpp"
@@ -32,6 +35,7 @@ int main(int argc, char** argv) {
   root.set_version_flag("--version", moe::tuner::version_string());
   root.require_subcommand(1);
   root.fallthrough(false);
+  root.name("moebench");
   root.footer(moe::app::kExitStatusHelp);
   moe::app::add_devices_command(root);
   moe::app::add_list_command(root);
@@ -43,7 +47,10 @@ int main(int argc, char** argv) {
   moe::app::add_merge_command(root);
   moe::app::add_kernel_static_command(root);
   try {
-    root.parse(argc, argv);
+    // CLI11 wants the arguments last to first.
+    std::vector<std::string> args = moe::app::respelled_args(root, argc, argv);
+    std::reverse(args.begin(), args.end());
+    root.parse(args);
   } catch (const CLI::Success& e) {
     return root.exit(e);  // --help, --version
   } catch (const CLI::RuntimeError& e) {

@@ -1,7 +1,9 @@
 # Writes OUT: one `{"family", "id"},` line per kernel family, where id hashes the family's
-# sources (kernels/<dir>/, path and content) and the CUDA toolchain (TOOLCHAIN). A table
+# sources (kernels/<dir>/, path and code) and the CUDA toolchain (TOOLCHAIN). A table
 # records the id of the build that tuned it; runtime dispatch ignores a table of another id.
 # The layer's id covers every family, since its configs name the stages' configs.
+# Comments and layout are left out of the hash: editing them compiles to the same kernels, and
+# must not turn every tuned table stale.
 set(families "router:router" "dispatch:dispatch" "gmm:gmm" "combine:combine" "moe-layer:layer")
 set(all "")
 set(lines "")
@@ -13,7 +15,14 @@ foreach(pair ${families})
   list(SORT files)
   set(text "${TOOLCHAIN}\n")
   foreach(f ${files})
-    file(SHA256 ${SRC}/${f} h)
+    file(READ ${SRC}/${f} code)
+    # Line comments (a "//" inside a string literal cuts the rest of that line too, which only
+    # makes the id blind to that text), block comments, then runs of blanks.
+    string(REGEX REPLACE "//[^\n]*" "" code "${code}")
+    string(REGEX REPLACE "/\\*([^*]|\\*+[^*/])*\\*+/" " " code "${code}")
+    string(REGEX REPLACE "[ \t\r\n]+" " " code "${code}")
+    string(STRIP "${code}" code)
+    string(SHA256 h "${code}")
     string(APPEND text "${f} ${h}\n")
   endforeach()
   if(name STREQUAL "moe-layer")

@@ -31,7 +31,7 @@ std::vector<ParamSpec> layer_config_params() {
     s.name = k;
     s.kind = ParamKind::Text;
     s.default_value = std::string("auto");
-    s.help = std::string("the ") + k + " stage's config as NAME=VALUE;NAME=VALUE (auto: what runtime dispatch picks from the tuned tables)";
+    s.help = std::string("the ") + k + " stage's config as NAME=VALUE;NAME=VALUE (auto: what runtime dispatch picks from the tuned tables; default: the family default)";
     v.push_back(s);
   }
   return v;

@@ -87,6 +87,10 @@ ResolvedLayer resolve_layer(Backend b, const Params& L, const Params& config, co
                      " for this problem; its default config runs";
       else if (c.how == runtime::Match::fallback)
         ch.warning = c.reason + "; its default config runs";
+    } else if (text == "default") {
+      // The stage family's default config, whatever the tables say: the layer's baseline.
+      ch.config = complete(impl.config_params, impl.default_config(s.problem, dev), f.name + " default config");
+      ch.how = "family default";
     } else {
       ch = explicit_choice(f, impl, s, text, dev);
     }

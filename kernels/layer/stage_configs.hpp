@@ -1,7 +1,7 @@
 #pragma once
 // The configs the layer runs its five stages with. The layer config gives each stage as text:
-// "auto" (runtime dispatch's choice from the tuned tables, as `moebench lookup` shows it) or
-// NAME=VALUE;NAME=VALUE over the stage family's default.
+// "auto" (runtime dispatch's choice from the tuned tables, as `moebench lookup` shows it),
+// "default" (the stage family's default config) or NAME=VALUE;NAME=VALUE over that default.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -15,7 +15,7 @@ namespace moe {
 
 struct StageChoice {
   Params config;         // complete and valid for the stage problem
-  std::string how;       // "explicit", or runtime dispatch's "exact" | "nearest" | "default"
+  std::string how;       // "explicit", "family default", or runtime dispatch's "exact" | "nearest" | "default"
   std::string table;     // auto: the table used, or where it was expected
   std::int64_t key = 0;  // auto from a table: the entry's token count
   std::string warning;   // auto: set when no usable table gave the config

@@ -19,6 +19,7 @@ struct Kernel::Impl {
   std::vector<std::int64_t> keys;
   std::vector<Params> configs;
   std::vector<std::string> reasons;
+  bool from_table = false;  // the keys are a table's, not the default grid
 };
 
 namespace {
@@ -112,6 +113,7 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
   std::vector<std::int64_t> grid;
   if (table)
     for (auto& [t, e] : table->entries) grid.push_back(t);
+  m.from_table = !grid.empty();
   if (grid.empty()) grid = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
   for (std::int64_t t : grid) resolve(t, o.config ? &*o.config : nullptr, o.config ? "explicit config" : "");
 }
@@ -128,7 +130,8 @@ const Params& Kernel::config(std::int64_t tokens) const { return impl_->configs[
 std::string Kernel::describe(std::int64_t tokens) const {
   const std::size_t i = nearest_index(impl_->keys, tokens);
   std::string why = impl_->reasons[i];
-  if (impl_->keys.size() > 1 && impl_->keys[i] != tokens)
+  // Without a table the keys are the default grid's: no "nearest key" to speak of.
+  if (impl_->from_table && impl_->keys.size() > 1 && impl_->keys[i] != tokens)
     why = "nearest key in log2 distance is " + std::to_string(impl_->keys[i]) + ": " + why;
   return impl_->family->name + " at " + std::to_string(tokens) + " tokens: " + impl_->configs[i].str() + " (" + why + ")";
 }

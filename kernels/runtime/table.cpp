@@ -49,6 +49,25 @@ std::string table_path(const std::string& dir, const std::string& device, const 
   return (fs::path(dir) / device / kernel / (key + ".json")).string();
 }
 
+// An engine that found the package with find_package(moebench) compiles a one-line source
+// that defines this, returning the package's share/moebench/configs as found at configure time
+// (cmake/moebenchConfig.cmake.in): the installed tables follow the prefix wherever it was
+// installed or moved to. Weak, so the moebench binary and the tests link without it.
+extern "C" const char* moebench_installed_config_dir() __attribute__((weak));
+
+// The shipped tables: the package's (for an engine), else share/moebench/configs beside the
+// running binary (an installed moebench), else the source tree's (a build tree).
+static std::string shipped_table_dir() {
+  std::error_code ec;
+  if (moebench_installed_config_dir) return moebench_installed_config_dir();
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path beside = (exe.parent_path() / ".." / "share" / "moebench" / "configs").lexically_normal();
+    if (fs::is_directory(beside, ec)) return beside.string();
+  }
+  return MOEBENCH_SOURCE_CONFIG_DIR;
+}
+
 std::vector<std::string> default_table_dirs() {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("MOEBENCH_CONFIG_DIR"); env && *env) {
@@ -64,8 +83,7 @@ std::vector<std::string> default_table_dirs() {
   // ./configs is where `moebench sweep` writes by default, so what a user just tuned is found
   // first; the shipped tables come after it.
   std::error_code ec;
-  const std::string shipped =
-      fs::is_directory(MOEBENCH_SOURCE_CONFIG_DIR, ec) ? MOEBENCH_SOURCE_CONFIG_DIR : MOEBENCH_CONFIG_INSTALL_DIR;
+  const std::string shipped = shipped_table_dir();
   if (fs::is_directory("configs", ec) && !fs::equivalent("configs", shipped, ec)) dirs.push_back("configs");
   dirs.push_back(shipped);
   return dirs;

@@ -168,6 +168,18 @@ TEST(TunerEta, UnknownCostsWeighCandidates) {
   EXPECT_NEAR(e.remaining_s(32), 30, 1e-9);
 }
 
+// The time of the candidate still running belongs to no finished work: while it runs, the
+// estimate must not grow with it (it did, from 46 minutes to 4.8 when the point finished).
+TEST(TunerEta, ACandidateStillRunningDoesNotInflateTheEstimate) {
+  EtaEstimator e({{"gmm", 0, 4}, {"gmm", 0, 4}, {"gmm", 0, 4}}, 1);
+  e.point_started(0, 0);
+  e.candidate_done(0, false, 1);
+  e.candidate_done(0, false, 2);  // 1 s per candidate; the third has run for 58 s by t = 60
+  const double at_2 = e.remaining_s(2), at_60 = e.remaining_s(60);
+  EXPECT_NEAR(at_2, 10, 1e-9);  // 2 left here + 8 in the other points, 1 s each
+  EXPECT_NEAR(at_60, at_2, 1e-9);
+}
+
 // Ctrl-C's handler writes its message under the live lines; the next redraw used to move up
 // over it and erase it. It must stay on screen, and so must the lines drawn after it.
 TEST(TunerProgress, RedrawKeepsTheInterruptMessage) {

@@ -348,10 +348,19 @@ namespace {
 
 // Every stage of every moe-layer record ran the entry of the table it names, and that table is
 // in `tables`: the layer was timed with the configs this sweep chose for its stages.
+// Beside them, per token count, the baseline: every stage at its family default, which the
+// point's "vs default" compares the tuned layer with.
 void expect_layer_timed_with_tables(const json& res, const fs::path& tables, std::size_t n_tokens) {
-  std::size_t layers = 0;
+  std::size_t layers = 0, baselines = 0;
   for (auto& r : res["records"]) {
     if (r.value("kernel", "") != "moe-layer") continue;
+    if (r.value("is_default", false)) {
+      ++baselines;
+      EXPECT_EQ(r.value("status", ""), "ok") << r.dump();
+      for (const char* stage : {"router", "dispatch", "gmm_up", "gmm_down", "combine"})
+        EXPECT_EQ(r["config_source"][stage].value("how", ""), "family default") << stage << " " << r.dump();
+      continue;
+    }
     ++layers;
     EXPECT_EQ(r.value("status", ""), "ok") << r.dump();
     ASSERT_TRUE(r.contains("config_source") && r.contains("resolved_config")) << r.dump();
@@ -373,6 +382,14 @@ void expect_layer_timed_with_tables(const json& res, const fs::path& tables, std
     }
   }
   EXPECT_EQ(layers, n_tokens);
+  EXPECT_EQ(baselines, n_tokens);
+  for (auto& p : res["points"]) {
+    if (p.value("kernel", "") != "moe-layer") continue;
+    ASSERT_TRUE(p.contains("chosen") && p.contains("default") && p.contains("speedup_vs_default")) << p.dump();
+    EXPECT_NEAR(p["speedup_vs_default"].get<double>(),
+                p["default"]["median_us"].get<double>() / p["chosen"]["median_us"].get<double>(), 1e-6)
+        << p.dump();
+  }
 }
 
 const std::string kLayerShape = " --experts 8 --topk 2 --hidden 64 --intermediate 32 --align 4 --tokens 3,16 --budget 2";

@@ -135,3 +135,53 @@ TEST(TunerCompare, BrokenAndUnmatchedRecords) {
   EXPECT_EQ(rep.only_new, 1);
   EXPECT_NE(compare_markdown(rep, 0.05).find("BROKEN"), std::string::npos);
 }
+
+TEST(TunerCompare, JournalOrForeignFileIsNamedNotAJsonLibraryError) {
+  const fs::path d = fs::temp_directory_path() / ("moebench-cmp3-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  const auto a = write(d, "a.json", results(base_recs()));
+  std::ofstream(d / "journal.jsonl") << "{\"schema\":\"moebench/journal@1\",\"shard\":{}}\n{\"kernel\":\"router\"}\n";
+  std::ofstream(d / "notes.txt") << "median 12.5 us\n";
+  std::string out;
+  EXPECT_EQ(run_exe("compare " + a.string() + " " + (d / "journal.jsonl").string(), &out), 2);
+  EXPECT_NE(out.find("is a sweep journal"), std::string::npos) << out;
+  EXPECT_NE(out.find("results.json beside it"), std::string::npos) << out;
+  EXPECT_EQ(out.find("json.exception"), std::string::npos) << out;
+  EXPECT_EQ(run_exe("compare " + (d / "notes.txt").string() + " " + a.string(), &out), 2);
+  EXPECT_NE(out.find("is not a moebench/results@1 results file"), std::string::npos) << out;
+  EXPECT_EQ(out.find("json.exception"), std::string::npos) << out;
+  fs::remove_all(d);
+}
+
+TEST(TunerCompare, NothingMatchedIsAnErrorNotAGeomeanOfOne) {
+  const fs::path d = fs::temp_directory_path() / ("moebench-cmp4-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  auto other = base_recs();
+  for (auto& r : other) r.config += "-other";
+  const auto a = write(d, "a.json", results(base_recs())), b = write(d, "b.json", results(other));
+  std::string out;
+  EXPECT_EQ(run_exe("compare " + a.string() + " " + b.string(), &out), 2);
+  EXPECT_NE(out.find("moebench: error: no record of BASE matches one of NEW (3 only in BASE, 3 only in NEW)"),
+            std::string::npos) << out;
+  EXPECT_EQ(out.find("1.000"), std::string::npos) << out;
+  fs::remove_all(d);
+}
+
+TEST(TunerCompare, DifferentSettingsAreNotedAndTheProblemKeyIsListedOnce) {
+  json base = results(base_recs()), now = results(base_recs());
+  base["meta"] = {{"device", "cpu: AMD EPYC"}, {"threads", 1}, {"timer", {{"mode", "steady_clock"}, {"used", "steady_clock"}}}};
+  now["meta"] = {{"device", "cpu: AMD EPYC"}, {"threads", 8}, {"timer", {{"mode", "cold"}, {"used", "cupti"}}}};
+  const auto rep = compare_results(base, now, 0.05);
+  ASSERT_EQ(rep.setting_differences.size(), 2u);
+  const std::string md = compare_markdown(rep, 0.05);
+  EXPECT_NE(md.find("threads: 1 vs 8"), std::string::npos) << md;
+  EXPECT_NE(md.find("timer: steady_clock vs cupti"), std::string::npos) << md;
+  EXPECT_EQ(md.find("device:"), std::string::npos) << md;  // the same device is not a difference
+  // Three rows of one problem: its key is written once, the rows say p1.
+  std::size_t at = 0;
+  int keys = 0;
+  while ((at = md.find("experts=128,topk=8", at)) != std::string::npos) ++keys, ++at;
+  EXPECT_EQ(keys, 1) << md;
+  EXPECT_NE(md.find("| router | p1 | 16 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- p1: experts=128,topk=8"), std::string::npos) << md;
+}

@@ -363,7 +363,16 @@ TEST(TunerRunner, ShardsAreDisjointCompleteAndMerge) {
   x.shard = {1, 2};
   x.strategy = Strategy::exhaustive;
   run_sweep(x);
-  EXPECT_THROW(merge_sweeps({dirs[0], x.out_dir}, (d / "bad").string(), ""), moe::Error);
+  try {
+    merge_sweeps({dirs[0], x.out_dir}, (d / "bad").string(), "");
+    ADD_FAILURE() << "two different sweeps merged";
+  } catch (const moe::Error& e) {
+    // Not resume advice: merging different sweeps cannot be made to work.
+    const std::string m = e.what();
+    EXPECT_NE(m.find("are not shards of one sweep (they differ in "), std::string::npos) << m;
+    EXPECT_NE(m.find("tokens"), std::string::npos) << m;
+    EXPECT_EQ(m.find("resume"), std::string::npos) << m;
+  }
   fs::remove_all(d);
 }
 

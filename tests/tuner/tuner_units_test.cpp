@@ -8,6 +8,7 @@
 #include "moe/cuda_device.hpp"
 #include "moe/family.hpp"
 #include "tuner/problem/models.hpp"
+#include "tuner/search/layer_units.hpp"
 #include "tuner/search/plan.hpp"
 #include "tuner/problem/problem.hpp"
 #include "tuner/measure/timer_cpu.hpp"
@@ -135,4 +136,17 @@ TEST(TunerCpuTimer, BatchSizing) {
   EXPECT_EQ(cpu_batch_size(2.0), 10);
   EXPECT_EQ(cpu_batch_size(0.001), 1000);
   EXPECT_GT(host_copy_bandwidth_gbps(std::size_t{8} << 20, 2), 0.1);
+}
+
+// The layer tunes gmm twice; "done gmm T=1" twice told a user nothing about which stage ended.
+TEST(TunerPlan, LayerPointLabelsNameTheGmmStage) {
+  std::vector<std::string> warnings;
+  const moe::Params layer = problem_for(moe::family("moe-layer"), load_model("qwen3-30b-a3b"), {}, false);
+  const moe::DeviceInfo dev = moe::cpu_device_info(1);
+  const Plan plan = make_plan(layer_units(layer, moe::Backend::cpu, warnings), {1}, moe::Backend::cpu, dev, "default");
+  std::vector<std::string> labels;
+  for (const PlanPoint& p : plan.points) labels.push_back(p.label);
+  EXPECT_NE(std::find(labels.begin(), labels.end(), "gmm up T=1"), labels.end());
+  EXPECT_NE(std::find(labels.begin(), labels.end(), "gmm down T=1"), labels.end());
+  EXPECT_NE(std::find(labels.begin(), labels.end(), "router T=1"), labels.end());
 }

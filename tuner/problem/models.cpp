@@ -1,6 +1,8 @@
 #include "tuner/problem/models.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include "io/json_text.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
+#include "tuner/base/spelling.hpp"
 
 namespace moe::tuner {
 
@@ -267,17 +270,17 @@ class HfConfig {
 
 std::string models_dir() {
   if (const char* e = std::getenv("MOEBENCH_MODELS_DIR"); e && *e) return e;
-#ifdef MOEBENCH_SOURCE_DIR
-  {
-    const std::string src = MOEBENCH_SOURCE_DIR "/configs/models";
-    std::error_code ec;
-    if (fs::is_directory(src, ec)) return src;
-  }
-#endif
+  // An installed binary reads its own installation's presets, not the tree it was built from.
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) return (exe.parent_path() / ".." / "share" / "moebench" / "configs" / "models").lexically_normal().string();
-  return "share/moebench/configs/models";
+  const fs::path beside =
+      ec ? fs::path("share/moebench/configs/models")
+         : (exe.parent_path() / ".." / "share" / "moebench" / "configs" / "models").lexically_normal();
+  if (fs::is_directory(beside, ec)) return beside.string();
+#ifdef MOEBENCH_SOURCE_DIR
+  if (fs::is_directory(MOEBENCH_SOURCE_DIR "/configs/models", ec)) return MOEBENCH_SOURCE_DIR "/configs/models";
+#endif
+  return beside.string();
 }
 
 std::vector<std::string> model_names() {
@@ -290,9 +293,41 @@ std::vector<std::string> model_names() {
   return names;
 }
 
+// A Hugging Face model id ("mistralai/Mixtral-8x7B"), as vLLM's --model takes it: the preset
+// whose source names that model (a version suffix may be left out), or "" when none does.
+static std::string preset_for_hf_id(const std::string& id) {
+  const auto lower = [](std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const std::string want = lower(id);
+  for (const std::string& name : model_names()) {
+    std::ifstream in(fs::path(models_dir()) / (name + ".json"));
+    const json j = json::parse(in, nullptr, false);
+    if (!j.is_object() || !j.contains("source") || !j["source"].is_string()) continue;
+    const std::string src = lower(j["source"].get<std::string>());
+    const std::string source_id = src.substr(0, src.find(' '));
+    if (source_id == want || (source_id.rfind(want, 0) == 0 && source_id[want.size()] == '-')) return name;
+  }
+  return "";
+}
+
 Params load_model(const std::string& name_or_path) {
   const bool is_path = name_or_path.find('/') != std::string::npos ||
                        (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
+  std::error_code exists_ec;
+  const bool hf_id = is_path && !name_or_path.ends_with(".json") && !fs::exists(name_or_path, exists_ec) &&
+                     std::count(name_or_path.begin(), name_or_path.end(), '/') == 1 && name_or_path.front() != '/' &&
+                     name_or_path.front() != '.';
+  if (hf_id) {
+    const std::string preset = preset_for_hf_id(name_or_path);
+    if (preset.empty())
+      throw Error("--model '" + name_or_path + "' is not a file, and no preset is that Hugging Face model: --model takes "
+                  "a preset name (" + join(model_names()) + ") or a preset file; for another model, download its "
+                  "config.json and give it with --hf-config config.json");
+    std::fprintf(stderr, "moebench: note: --model %s is the preset '%s'\n", name_or_path.c_str(), preset.c_str());
+    return load_preset((fs::path(models_dir()) / (preset + ".json")).string());
+  }
   if (is_path) {
     const json j = parse_json_file(name_or_path, "model file");
     if (looks_like_hf(j)) return load_hf_config(name_or_path);
@@ -307,8 +342,8 @@ Params load_model(const std::string& name_or_path) {
     throw Error("unknown model '" + name_or_path + "': no presets found in '" + dir +
                 "' (set MOEBENCH_MODELS_DIR to the configs/models directory), or give a path to a preset "
                 "or a Hugging Face config.json");
-  throw Error("unknown model '" + name_or_path + "': the presets are " + join(names) + " (in '" + dir +
-              "'), or give a path to a preset or a Hugging Face config.json");
+  throw Error("unknown model '" + name_or_path + "'" + did_you_mean(name_or_path, names) + ": the presets are " +
+              join(names) + " (in '" + dir + "'), or give a path to a preset or a Hugging Face config.json");
 }
 
 Params load_hf_config(const std::string& path) {

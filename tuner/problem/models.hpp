@@ -15,8 +15,8 @@
 
 namespace moe::tuner {
 
-// Directory holding the presets: $MOEBENCH_MODELS_DIR, else the source tree's configs/models,
-// else the installed share/moebench/configs/models (found from the executable's location).
+// Directory holding the presets: $MOEBENCH_MODELS_DIR, else share/moebench/configs/models beside
+// the executable (an installed moebench), else the source tree's configs/models.
 std::string models_dir();
 std::vector<std::string> model_names();  // sorted preset names
 // A preset by name, or a path (ending in .json or holding a '/') to a preset JSON or to a

@@ -125,7 +125,7 @@ void Progress::candidate_finished(int dev, const std::string& status, double med
   Line& l = lines_.at(dev);
   if (counted) {
     ++done_cands_;
-    if (current_.at(dev) >= 0) eta_.candidate_done(current_[dev], replayed);
+    if (current_.at(dev) >= 0) eta_.candidate_done(current_[dev], replayed, elapsed_s());
   }
   if (status == "ok" && median_us > 0 && (l.best_us == 0 || median_us < l.best_us)) l.best_us = median_us;
   event({{"event", "result"}, {"device", dev}, {"point", l.point}, {"config", l.config}, {"status", status},

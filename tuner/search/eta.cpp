@@ -21,9 +21,10 @@ void EtaEstimator::point_started(int i, double t) {
   if (p.start < 0) p.start = t;
 }
 
-void EtaEstimator::candidate_done(int i, bool replayed) {
+void EtaEstimator::candidate_done(int i, bool replayed, double t) {
   State& p = points_.at(static_cast<std::size_t>(i));
   if (p.done >= p.spec.candidates) return;
+  if (t >= 0) p.last = t;
   ++p.done;
   if (replayed) ++p.replayed;
 }
@@ -60,7 +61,9 @@ double EtaEstimator::remaining_s(double now) const {
     if (p.start < 0 || p.spec.candidates <= 0) continue;
     const int measured = p.done - p.replayed;
     if (measured <= 0) continue;
-    const double spent = (p.end >= 0 ? p.end : now) - p.start;
+    // A point under way is charged up to its latest finished candidate: the time of the one
+    // still running belongs to no finished work, and counting it made the estimate swing.
+    const double spent = (p.end >= 0 ? p.end : p.last >= 0 ? p.last : now) - p.start;
     const double credit = nominal(p) * measured / p.spec.candidates;
     done.push_back({&p, spent, credit, measured});
     for (Fit* f : {&fits[p.spec.group], &all}) {

@@ -25,7 +25,7 @@ class EtaEstimator {
   void point_started(int i, double t);
   // One more of point `i`'s candidates is done; `replayed`: taken from the journal of a
   // resumed sweep, so it cost no time and says nothing about the rate.
-  void candidate_done(int i, bool replayed);
+  void candidate_done(int i, bool replayed, double t = -1);
   // Point `i` ended at `t`; the candidates the search did not visit count as done.
   void point_finished(int i, double t);
   // Seconds left at `now`; -1 until some work has been measured.
@@ -35,6 +35,7 @@ class EtaEstimator {
   struct State {
     EtaPoint spec;
     double start = -1, end = -1;
+    double last = -1;  // when its latest candidate finished
     int done = 0, replayed = 0;
   };
   double nominal(const State& p) const;

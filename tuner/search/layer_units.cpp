@@ -17,10 +17,12 @@ std::vector<SweepUnit> layer_units(const Params& L, const Params& slice, Backend
     else warnings.push_back(f.name + " has no " + std::string(backend_name(b)) + " backend in this build: not swept");
   }
   if (layer.backend(b)) {
-    units.push_back({&layer, L, {}, {}, [b](const Params& problem, const Params& config, const DeviceInfo& dev,
-                                    const std::vector<std::string>& dirs) {
-                       return resolve_layer_config(b, problem, config, dev, dirs);
-                     }});
+    Params every_default;
+    for (const Stage& st : layer_stages(L)) every_default.set(st.name, std::string("default"));
+    units.push_back({&layer, L, {}, {},
+                     [b](const Params& problem, const Params& config, const DeviceInfo& dev,
+                         const std::vector<std::string>& dirs) { return resolve_layer_config(b, problem, config, dev, dirs); },
+                     every_default});
   } else {
     warnings.push_back(layer.name + " has no " + std::string(backend_name(b)) + " backend in this build: not swept");
   }
@@ -39,7 +41,7 @@ ResolvedConfig resolve_layer_config(Backend b, const Params& problem, const Para
     const StageChoice& ch = rl.choices[i];
     r.config.set(st.name, stage_config_text(ch.config));
     json s = {{"family", st.family}, {"config", params_to_json(ch.config)}, {"how", ch.how}};
-    if (ch.how != "explicit") s["table"] = ch.table;
+    if (ch.how != "explicit" && ch.how != "family default") s["table"] = ch.table;
     if (ch.how == "exact" || ch.how == "nearest") s["table_tokens"] = ch.key;
     r.source[st.name] = std::move(s);
     if (!ch.warning.empty()) r.warnings.push_back("stage " + st.name + ": " + ch.warning);

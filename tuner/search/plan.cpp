@@ -139,14 +139,17 @@ Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64
       pt.tokens = t;
       pt.key = f.name + "/" + pt.problem.str();
       pt.axes = u.axes;
-      pt.label = f.name + (u.axes.empty() ? "" : " " + axes_text(u.axes)) + " T=" + std::to_string(t);
+      // The layer sweeps gmm twice (up and down): the label names the stage.
+      pt.label = f.name + (u.problem.has("stage") ? " " + u.problem.s("stage") : "") +
+                 (u.axes.empty() ? "" : " " + axes_text(u.axes)) + " T=" + std::to_string(t);
       if (!u.skip.empty()) pt.key = f.name + "/" + axes_text(u.axes) + ",tokens=" + std::to_string(t) + " (no problem)";
       pt.invalid_problem = !invalid.empty();
       try {
         if (!invalid.empty()) throw Error(invalid);
         pt.problem = complete(f.problem_params, pt.problem, "family '" + f.name + "'");
         if (f.check_problem) f.check_problem(pt.problem);
-        const Params def = complete_config(f, backend, pt.problem, impl.default_config(pt.problem, dev), dev);
+        const Params def = complete_config(
+            f, backend, pt.problem, u.baseline.values().empty() ? impl.default_config(pt.problem, dev) : u.baseline, dev);
         std::vector<Candidate> cands;
         if (from_file) {
           cands = file_candidates(file, space, f, backend, pt.problem, dev);

@@ -34,6 +34,10 @@ struct SweepUnit {
   std::function<ResolvedConfig(const Params& problem, const Params& config, const DeviceInfo& dev,
                                const std::vector<std::string>& dirs)>
       resolve;
+  // The config the unit's candidates are measured against ("vs default"); empty: the family
+  // default. The layer's is every stage at its family default, so the summary shows what the
+  // tuned stages bought, where its own default (every stage "auto") would compare it with itself.
+  Params baseline = {};
 };
 
 struct PlanPoint {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <algorithm>
 #include <map>
@@ -36,6 +37,24 @@ int CompareReport::count(Verdict v) const {
 static std::string record_key(const json& r) {
   return r.value("kernel", "") + "|" + r.value("problem_key", "") + "|" + std::to_string(r.value("tokens", 0LL)) + "|" +
          r.value("config_key", "");
+}
+
+// The meta fields that change timings without any change of code.
+static std::vector<std::string> setting_differences(const json& base, const json& now) {
+  std::vector<std::string> diffs;
+  const json& mb = base.contains("meta") ? base["meta"] : json::object();
+  const json& mn = now.contains("meta") ? now["meta"] : json::object();
+  const auto text = [](const json& m, const char* field) -> std::string {
+    if (!m.contains(field)) return "";
+    const json& v = m[field];
+    if (v.is_object()) return v.value("used", v.value("mode", v.dump()));  // timer: {mode, used}
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  for (const char* field : {"device", "backend", "threads", "timer", "driver", "cuda_runtime", "dist"}) {
+    const std::string x = text(mb, field), y = text(mn, field);
+    if (!x.empty() && !y.empty() && x != y) diffs.push_back(std::string(field) + ": " + x + " vs " + y);
+  }
+  return diffs;
 }
 
 CompareReport compare_results(const json& base, const json& now, double threshold) {
@@ -84,6 +103,7 @@ CompareReport compare_results(const json& base, const json& now, double threshol
   }
   for (auto& [k, r] : n) rep.only_new += b.count(k) ? 0 : 1;
   rep.geomean = logs ? std::exp(log_sum / logs) : 1.0;
+  rep.setting_differences = setting_differences(base, now);
   return rep;
 }
 
@@ -127,14 +147,26 @@ std::string per_axis_value(const CompareReport& r) {
 std::string compare_markdown(const CompareReport& r, double threshold) {
   std::string md = "| kernel | problem | tokens | config | base median us | new median us | change | verdict |\n"
                    "|---|---|---:|---|---:|---:|---:|---|\n";
+  // A problem key runs to ~150 characters: the rows name it by a short label, listed below.
+  std::vector<std::string> problems;
+  const auto label = [&](const std::string& key) {
+    auto it = std::find(problems.begin(), problems.end(), key);
+    if (it == problems.end()) it = problems.insert(problems.end(), key);
+    return "p" + std::to_string(it - problems.begin() + 1);
+  };
   for (auto& row : r.rows) {
     const std::string change = row.v == Verdict::broken ? "status " + row.status_now
                                                        : fmt::format("{:+.1f}%", (row.ratio - 1) * 100);
-    md += fmt::format("| {} | {} | {} | {} | {:.3f} | {} | {} | {} |\n", row.kernel, row.problem_key, row.tokens,
+    md += fmt::format("| {} | {} | {} | {} | {:.3f} | {} | {} | {} |\n", row.kernel, label(row.problem_key), row.tokens,
                       row.config_key, row.base.median_us,
                       row.v == Verdict::broken ? std::string("-") : fmt::format("{:.3f}", row.now.median_us), change,
                       verdict_name(row.v));
   }
+  if (!problems.empty()) md += "\n";
+  for (std::size_t i = 0; i < problems.size(); ++i) md += fmt::format("- p{}: {}\n", i + 1, problems[i]);
+  if (!r.setting_differences.empty())
+    md += fmt::format("\nNote: the files were measured with different settings ({}); a change may come from them.\n",
+                      fmt::join(r.setting_differences, "; "));
   md += fmt::format(
       "\n{} matched: {} SAME, {} FAST, {} SLOW, {} NOISY, {} BROKEN (threshold {:.1f}%); geometric mean of new/base "
       "{:.3f} ({:+.1f}%)",

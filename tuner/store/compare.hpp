@@ -34,6 +34,9 @@ struct CompareReport {
   std::vector<CompareRow> rows;
   int only_base = 0, only_new = 0;
   double geomean = 1;  // of the ratios of matched ok pairs
+  // "timer: steady_clock vs cupti": measurement settings that differ between the two files, so
+  // a change they explain is not read as the code's.
+  std::vector<std::string> setting_differences;
   int count(Verdict v) const;
 };
 

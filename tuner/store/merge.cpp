@@ -75,15 +75,21 @@ MergeOutcome merge_sweeps(const std::vector<std::string>& inputs, const std::str
         h->erase("command");
       }
       if (a != b) {
-        try {
-          json want = j.header;
-          want["shard"] = merged.header["shard"];
-          want["command"] = merged.header.value("command", "");
-          check_resumable(merged.header, want, path);
-        } catch (const Error& e) {
-          throw Error(std::string("merge: ") + e.what());
-        }
-        throw Error("merge: " + path + " comes from another sweep than " + journal_of(inputs.front()));
+        // Not resume advice: two different sweeps cannot be merged, whatever is done to them.
+        std::string fields;
+        const auto differ = [&](const json& x, const json& y, const std::string& at, auto&& self) -> void {
+          for (auto& [k, v] : x.items()) {
+            if (y.contains(k) && y[k] == v) continue;
+            if (at.empty() && v.is_object() && y.contains(k) && y[k].is_object()) self(v, y[k], k + ".", self);
+            else fields += (fields.empty() ? "" : ", ") + at + k;
+          }
+          for (auto& [k, v] : y.items())
+            if (!x.contains(k)) fields += (fields.empty() ? "" : ", ") + at + k;
+        };
+        differ(a, b, "", differ);
+        throw Error("merge: " + path + " and " + journal_of(inputs.front()) +
+                    " are not shards of one sweep (they differ in " + fields +
+                    "): merge the --shard i/n outputs of a single sweep command");
       }
     }
     try {

@@ -227,13 +227,19 @@ json read_results(const std::string& path_or_dir) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   io::check_json_text(text, "results " + path, "give a results.json that `moebench sweep` or `moebench merge` wrote");
   json j;
+  const std::string what_to_give = ": give a results.json that `moebench sweep` or `moebench merge` wrote";
   try {
     j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(path + " is not valid JSON (" + e.what() + ")");
+  } catch (const json::exception&) {
+    // A journal is one JSON object per line: its first line parses on its own.
+    const json line = json::parse(text.substr(0, text.find('\n')), nullptr, false);
+    if (line.is_object())
+      throw Error(path + " is a sweep journal (one record per line), not a results file: give the results.json beside "
+                  "it, or `moebench merge` its folder into one");
+    throw Error(path + " is not a " + std::string(kResultsSchema) + " results file (not JSON)" + what_to_give);
   }
   if (!j.is_object() || j.value("schema", "") != kResultsSchema || !j.contains("records") || !j["records"].is_array())
-    throw Error(path + " is not a " + std::string(kResultsSchema) + " results file");
+    throw Error(path + " is not a " + std::string(kResultsSchema) + " results file" + what_to_give);
   // The fields readers take with json::value, which throws on a wrong type: an edited or foreign
   // file is the user's to fix, not an internal error.
   const auto bad = [&](const std::string& what) {
