@@ -200,10 +200,9 @@ Validation layer_validate(const Params& L, const TensorMap& got_map, const Tenso
   }
   whole.ok = whole.unwritten == 0 && whole.nans == 0;
   const Tensor g = take_rows(got, tokens), r = take_rows(ref, tokens);
-  // Rounding to the dtype after each matmul compounds over two products and a weighted sum.
   const DType act = parse_dtype(L.s("dtype"));
   Check sample = compare_close("out (" + std::to_string(tokens.size()) + " tokens vs the fp64 stage references)", g, r,
-                               2 * rel_l2_tolerance(act), 0.1, 1e-2);
+                               kLayerRelL2Factor * rel_l2_tolerance(act), kLayerRtol, kLayerAtol);
   return make_validation({whole, sample});
 }
 
