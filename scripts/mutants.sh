@@ -4,19 +4,23 @@
 # time, rebuilds the copy incrementally, runs the tests most likely to catch it, restores the
 # file, and reports each mutation caught or missed, then the score. Not part of the test run.
 #
-# Usage: scripts/mutants.sh [--list FILE] [--only NAME]... [--dir DIR] [--check]
+# Usage: scripts/mutants.sh [--list FILE] [--only NAME]... [--build DIR] [--dir DIR] [--check]
 #   --list FILE  the mutations (format: the comment at the top of scripts/mutants.txt)
 #   --only NAME  run only this mutation (repeatable)
-#   --dir DIR    the scratch copy and its build (default build/mutants). It is kept between
-#                runs: the first run builds it whole (quick where ccache is set up), later
-#                runs copy in only the files that changed and rebuild incrementally.
+#   --build DIR  the tree's build to start from (default build; scripts/setup.sh makes it)
+#   --dir DIR    where the scratch copy goes (default $TMPDIR/moebench-mutants, or /tmp/...).
+#                The tree and its build are copied there, and every build and test runs in a
+#                private mount namespace where the copy is mounted over the tree's own path:
+#                the build sees the same paths, so each mutation rebuilds only what it
+#                touches. Needs unshare(1) and the right to use it (root, or user namespaces).
 #   --check      only check that every mutation still applies to the tree (no build)
 # Exit status: 0 every mutation caught, 1 one or more missed (or failed to build), 2 a usage
 # or list error, or the selected tests failing before any mutation.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 list="$root/scripts/mutants.txt"
-scratch="$root/build/mutants"
+scratch=""
+tree_build="$root/build"
 only=()
 check_only=0
 die() { echo "mutants: error: $*" >&2; exit 2; }
@@ -25,17 +29,18 @@ while [ $# -gt 0 ]; do
     --list) [ $# -ge 2 ] || die "--list needs a file"; list=$2; shift 2 ;;
     --only) [ $# -ge 2 ] || die "--only needs a mutation name"; only+=("$2"); shift 2 ;;
     --dir) [ $# -ge 2 ] || die "--dir needs a folder"; scratch=$2; shift 2 ;;
+    --build) [ $# -ge 2 ] || die "--build needs the tree's build folder"; tree_build=$(cd "$2" && pwd); shift 2 ;;
     --check) check_only=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see scripts/mutants.sh --help)" ;;
   esac
 done
 [ -f "$list" ] || die "no mutation list at $list"
 command -v python3 >/dev/null || die "python3 is needed to read the mutation list"
 list=$(cd "$(dirname "$list")" && pwd)/$(basename "$list")
-tree="$scratch/tree"
-build="$tree/build"
-logs="$scratch/logs"
+tree=${scratch:-${TMPDIR:-/tmp}/moebench-mutants}
+build=$tree_build  # the copy's, inside the namespace
+logs="$tree/mutants-logs"
 
 # The list, checked, as one line per mutation: name, file, tests (unit-separated). Each
 # `from` must occur exactly once in its file, so a mutation never silently stops applying.
@@ -81,31 +86,37 @@ elif cmd == "apply":
 PY
 )
 
-# Copy the tree's files (tracked, and untracked but not ignored) where they differ, with a
-# fresh time stamp, so the copy's build sees exactly what changed.
-sync_tree() {
-  local f
-  while IFS= read -r -d '' f; do
-    [ -f "$root/$f" ] || continue
-    if ! cmp -s "$root/$f" "$tree/$f"; then
-      mkdir -p "$tree/$(dirname "$f")"
-      cp "$root/$f" "$tree/$f"
-    fi
-  done < <(git -C "$root" ls-files -z -co --exclude-standard)
+# The copy: the tree's files (tracked, and untracked but not ignored) and its build, with
+# their time stamps, so that ninja sees the copy as built.
+make_copy() {
+  [ -f "$tree_build/build.ninja" ] || die "no build at $tree_build: run scripts/setup.sh first"
+  case "$tree_build" in "$root"/*) ;; *) die "--build must be a folder inside $root" ;; esac
+  [ ! -e "$tree" ] || [ -e "$tree/.moebench-mutants" ] || die "$tree exists and is not a scratch copy: choose another --dir"
+  rm -rf "$tree"
+  mkdir -p "$tree"
+  touch "$tree/.moebench-mutants"
+  git -C "$root" ls-files -z -co --exclude-standard | tar -C "$root" --null -T - -cf - | tar -C "$tree" -xf -
+  tar -C "$root" -cf - "${tree_build#"$root"/}" | tar -C "$tree" -xf -
+  mkdir -p "$logs"
 }
 
+# Runs a command with the copy mounted over the tree, in a mount namespace of its own.
+in_copy() {
+  local ns=(unshare -m)
+  [ "$(id -u)" = 0 ] || ns=(unshare -rm)
+  "${ns[@]}" sh -c 'mount --bind "$1" "$2" && cd "$2" && shift 2 && exec "$@"' sh "$tree" "$root" "$@"
+}
+
+# ccache in direct mode was seen to return an nvcc object of another tree's version of a
+# .cu file; the preprocessor mode hashes what is compiled, so it cannot.
 build_copy() {
-  if [ ! -f "$build/build.ninja" ]; then
-    MOEBENCH_DEPS_DIR="${MOEBENCH_DEPS_DIR:-$root/.deps}" "$tree/scripts/setup.sh" "$build" >"$1" 2>&1
-  else
-    cmake --build "$build" -j "${MOEBENCH_JOBS:-$(nproc)}" --target moebench moebench_tests >"$1" 2>&1
-  fi
+  CCACHE_NODIRECT=1 in_copy cmake --build "$build" -j "${MOEBENCH_JOBS:-$(nproc)}" --target moebench moebench_tests >"$1" 2>&1
 }
 
 # Runs a gtest filter on the copy; true when every selected test passed and at least one ran.
 run_tests() {
-  (cd "$build" && PYTHONPATH="${MOEBENCH_DEPS_DIR:-$root/.deps}/python" \
-    timeout 1800 ./moebench_tests --gtest_filter="$1") >"$2" 2>&1
+  PYTHONPATH="${MOEBENCH_DEPS_DIR:-$root/.deps}/python" \
+    in_copy timeout 1800 "$build/moebench_tests" --gtest_filter="$1" >"$2" 2>&1
 }
 ran_none() { grep -q '^\[==========\] 0 tests' "$1"; }
 
@@ -115,9 +126,11 @@ if [ $check_only = 1 ]; then
   exit 0
 fi
 
-echo "mutants: copying the tree to $tree"
-mkdir -p "$tree" "$logs"
-sync_tree
+command -v unshare >/dev/null || die "unshare (util-linux) is needed to mount the copy over the tree"
+echo "mutants: copying the tree and its build to $tree"
+make_copy
+in_copy true 2>"$logs/unshare.log" ||
+  die "cannot mount the copy over the tree in a private mount namespace ($(head -c 200 "$logs/unshare.log")): run as root or enable user namespaces"
 mutations=$(python3 -c "$helper" check "$list" "$tree") || exit 2
 [ -n "$mutations" ] || die "$list lists no mutation"
 
@@ -145,6 +158,7 @@ run_tests "$all_tests" "$logs/clean.test.log" ||
   die "the selected tests fail without any mutation: see $logs/clean.test.log"
 
 current=""
+# A fresh time stamp, so the next build compiles the original again.
 restore() { [ -z "$current" ] || cp "$root/$current" "$tree/$current"; current=""; }
 trap 'restore' EXIT
 trap 'restore; exit 130' INT TERM
@@ -170,7 +184,5 @@ for line in "${selected[@]}"; do
   restore
   printf '%-48s %s\n' "$name" "$verdict"
 done
-# Leave the copy built as the tree is, so the next run starts from a clean build.
-build_copy "$logs/restore.build.log" || echo "mutants: note: rebuilding the restored copy failed: $logs/restore.build.log" >&2
 echo "mutants: score: $caught/$total caught"
 [ ${#missed_names[@]} -eq 0 ] || { echo "mutants: missed: ${missed_names[*]}"; exit 1; }
