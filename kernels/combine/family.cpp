@@ -150,25 +150,13 @@ std::vector<TensorSpec> output_specs(const Params& p, const TensorMap&) {
   return r;
 }
 
-struct Tol {
-  double rel_l2, rtol, atol;
-};
-// One ulp of the stored type and a little: both sides round the same fp32/fp64 sum.
-Tol tolerance(DType t) {
-  switch (t) {
-    case DType::bf16: return {rel_l2_tolerance(t), 2e-2, 1e-5};
-    case DType::f16: return {rel_l2_tolerance(t), 4e-3, 1e-5};
-    default: return {rel_l2_tolerance(t), 5e-5, 1e-5};
-  }
-}
-
 Validation validate(const Params& p, const TensorMap&, const TensorMap& got, const TensorMap& ref) {
   const CombineSpec s = CombineSpec::parse(p);
   // With rmsnorm, out depends on residual_out rounded to dtype: an ulp there moves out by one too.
-  const Tol to = tolerance(s.rmsnorm ? s.dtype : s.out_dtype);
+  const CombineTolerance to = combine_tolerance(s.rmsnorm ? s.dtype : s.out_dtype);
   std::vector<Check> checks{compare_close("out", got.at("out"), ref.at("out"), to.rel_l2, to.rtol, to.atol)};
   if (s.rmsnorm) {
-    const Tol tr = tolerance(s.dtype);
+    const CombineTolerance tr = combine_tolerance(s.dtype);
     checks.push_back(compare_close("residual_out", got.at("residual_out"), ref.at("residual_out"), tr.rel_l2, tr.rtol, tr.atol));
   }
   return make_validation(std::move(checks));
@@ -208,6 +196,15 @@ Cost estimate(const Params& p) {
 }
 
 }  // namespace
+
+// One ulp of the stored type and a little: both sides round the same fp32/fp64 sum.
+CombineTolerance combine_tolerance(DType t) {
+  switch (t) {
+    case DType::bf16: return {rel_l2_tolerance(t), 2e-2, 1e-5};
+    case DType::f16: return {rel_l2_tolerance(t), 4e-3, 1e-5};
+    default: return {rel_l2_tolerance(t), 5e-5, 1e-5};
+  }
+}
 
 const FamilyDesc& combine_family() {
   static const FamilyDesc d = [] {

@@ -33,7 +33,9 @@ std::vector<char> zero_rows(const Tensor& act);
 std::vector<std::int64_t> reference_rows(const GmmSpec& s, const TensorMap& in, bool* all_rows, bool every_row = false);
 void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every_row = false);
 
-// validate.cpp
+// validate.cpp. The sampled rows must be within rel_l2_tolerance(dtype) in relative L2 and,
+// per element, within elem_rtol(dtype) * (|ref| + rms of the reference rows).
+double elem_rtol(DType t);
 Validation validate(const GmmSpec& s, const TensorMap& in, const TensorMap& got, const TensorMap& ref);
 Cost cost(const GmmSpec& s, const TensorMap& in);
 // cost() before the inputs exist, routing taken as uniform.

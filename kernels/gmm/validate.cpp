@@ -9,10 +9,6 @@ namespace moe::gmm {
 
 namespace {
 
-// Per-element tolerance relative to the output's rounding: two roundings of nearly the same
-// value (fp32 sums vs fp64) differ by at most one ulp, 2^-7 of |v| in bf16, 2^-10 in f16.
-double elem_rtol(DType t) { return t == DType::bf16 ? 1.0 / 64 : 1.0 / 512; }
-
 Tensor take_rows(const Tensor& t, const std::vector<std::int64_t>& rows) {
   const std::int64_t C = t.shape()[1];
   const std::size_t es = dtype_size(t.dtype());
@@ -34,6 +30,10 @@ void fix_row_in_detail(std::string& detail, const std::vector<std::int64_t>& row
 }
 
 }  // namespace
+
+// Two roundings of nearly the same value (fp32 sums vs fp64) differ by at most one ulp,
+// 2^-7 of |v| in bf16, 2^-10 in f16; a few ulps of slack on top.
+double elem_rtol(DType t) { return t == DType::bf16 ? 1.0 / 64 : 1.0 / 512; }
 
 Validation validate(const GmmSpec& s, const TensorMap& in, const TensorMap& got_map, const TensorMap& ref_map) {
   if (s.fp8 && !s.down) return validate_fp8_up(s, in, got_map, ref_map);

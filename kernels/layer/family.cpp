@@ -259,7 +259,7 @@ Validation layer_validate(const Params& L, const TensorMap& got_map, const Tenso
                                                " tokens vs the fp64 stage references, fp8 bound)",
                                            g, r, 5e-2, 0.25, 5e-2)
                            : compare_close("out (" + std::to_string(tokens.size()) + " tokens vs the fp64 stage references)",
-                                           g, r, 2 * rel_l2_tolerance(act), 0.1, 1e-2);
+                                           g, r, kLayerRelL2Factor * rel_l2_tolerance(act), kLayerRtol, kLayerAtol);
   return make_validation({whole, sample});
 }
 

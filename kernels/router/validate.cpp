@@ -171,8 +171,8 @@ Validation validate(const RouterSpec& sp, const TensorMap& in, const TensorMap& 
   ic.ok = ic.mismatches == 0 && ic.unwritten == 0;
   if (ic.ok && near_rows) ic.detail = std::to_string(near_rows) + " rows differ only by near-ties (accepted)";
 
-  const double atol = 1e-7 * std::max(1.0, std::fabs(sp.rsf));
-  Check wc = compare_close("weights", gw, expected, 1e-5, 1e-5, atol);
+  const double atol = kWeightAtol * std::max(1.0, std::fabs(sp.rsf));
+  Check wc = compare_close("weights", gw, expected, kWeightRtol, kWeightRtol, atol);
   return make_validation({ic, wc});
 }
 

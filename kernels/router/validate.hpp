@@ -12,12 +12,16 @@ namespace moe::router {
 inline constexpr double kNearTie = 1e-6;
 // Absolute floor of a near-tie: denormal scores carry only a few bits of precision.
 inline constexpr double kNearTieFloor = 1e-37;
+// weights: relative tolerance (per element and relative L2) against the weights the returned
+// ids deserve, plus an absolute floor of kWeightAtol * max(1, |rsf|) for weights near zero.
+inline constexpr double kWeightRtol = 1e-5;
+inline constexpr double kWeightAtol = 1e-7;
 
 // ids: a row passes when it equals the reference, or when it is a correct selection once
 // near-ties are allowed to fall either way: positions may swap experts whose scores are
 // near-tied, the k-th slot may hold another near-tied expert, and groups near-tied at the
 // topk_group boundary may be exchanged. Ids must be in range, distinct, shared slots exact.
-// weights: within 1e-5 relative of the reference weights of the ids actually returned.
+// weights: within kWeightRtol of the reference weights of the ids actually returned.
 // Unwritten (poisoned) elements always fail.
 Validation validate(const RouterSpec& spec, const TensorMap& in, const TensorMap& got, const TensorMap& ref);
 

@@ -20,58 +20,20 @@
 #include "tuner/run/runner.hpp"
 #include "tuner/run/worker.hpp"
 #include "tuner_scale_family.hpp"
+#include "tuner_sweep_helpers.hpp"
 
 using namespace moe::tuner;
+using namespace moe::testing::sweeps;
 namespace fs = std::filesystem;
 
 namespace {
 
 fs::path temp_dir(const std::string& name) { return moe::testing::fresh_temp_dir(name); }
 
-moe::Params scale_problem(std::int64_t width, std::int64_t faults = 0) {
-  return moe::complete(moe::testing::scale_family().problem_params, moe::Params{{"width", width}, {"faults", faults}},
-                       "scale");
-}
-
-SweepOptions options(const fs::path& out, const moe::Params& problem, std::vector<std::int64_t> tokens) {
-  SweepOptions o;
-  o.units = {{&moe::testing::scale_family(), problem}};
-  o.tokens = std::move(tokens);
-  o.backend = moe::Backend::cpu;
-  o.threads = 1;
-  o.out_dir = out.string();
-  o.tables_dir = (out / "tables").string();
-  o.rule.min_samples = 5;
-  o.rule.min_time_s = 1e-3;
-  o.rule.max_time_s = 0.05;
-  o.watchdog_s = 2;
-  o.launch.in_process = [](int in, int outfd) { return worker_main(in, outfd, moe::testing::test_families()); };
-  o.progress = ProgressMode::quiet;
-  o.handle_signals = false;
-  o.command = "moebench sweep scale (test)";
-  return o;
-}
-
 std::map<std::string, const json*> records_by_config(const json& results) {
   std::map<std::string, const json*> m;
   for (auto& r : results["records"]) m[r["config_key"].get<std::string>()] = &r;
   return m;
-}
-
-int count_type(const JournalContents& j, const std::string& type) {
-  int n = 0;
-  for (auto& l : j.lines) n += l.value("type", "") == type;
-  return n;
-}
-
-// Every line of a journal exactly once: evals by (point, config, round), others by point.
-void expect_unique_lines(const JournalContents& j) {
-  std::set<std::string> seen;
-  for (auto& l : j.lines) {
-    std::string k = l.value("type", "") + "|" + l.value("point", "");
-    if (l.value("type", "") == "eval") k += "|" + l.value("config_key", "") + "|" + std::to_string(l.value("round", -1));
-    EXPECT_TRUE(seen.insert(k).second) << "repeated journal record " << k;
-  }
 }
 
 void expect_unique_records(const json& results) {
@@ -87,21 +49,6 @@ std::size_t journal_evals(const fs::path& p) {
   std::size_t n = 0;
   for (std::string line; std::getline(in, line);) n += line.find("\"type\":\"eval\"") != std::string::npos;
   return n;
-}
-
-// Runs the sweep in a forked child (so it can be killed) and returns its pid.
-pid_t sweep_in_child(const SweepOptions& o) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    int rc = 0;
-    try {
-      rc = run_sweep(o).interrupted ? 130 : 0;
-    } catch (...) {
-      rc = 2;
-    }
-    ::_exit(rc);
-  }
-  return pid;
 }
 
 bool wait_for_evals(const fs::path& journal, std::size_t n, double timeout_s) {

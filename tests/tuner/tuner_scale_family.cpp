@@ -1,7 +1,13 @@
 #include "tuner_scale_family.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "common/parallel.hpp"
@@ -13,6 +19,34 @@ namespace moe::testing {
 
 namespace {
 
+// True once the sweep (this worker's parent) has taken delivery of SIGINT: its handler has
+// counted the interrupt, so the candidate may finish without racing the handler.
+bool sigint_delivered(pid_t sweep) {
+  std::ifstream status("/proc/" + std::to_string(sweep) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("ShdPnd:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) & (1ull << (SIGINT - 1))) == 0;
+  return true;  // the sweep is gone
+}
+
+// behave=signal: the first candidate of the whole test to get here sends the sweep the
+// problem's signal, from inside the candidate, so a test can stop a sweep at an exact point
+// without timing. The marker file named by MOEBENCH_TEST_SIGNAL_ONCE records that it happened:
+// later candidates, and the resumed sweep, run normally.
+void signal_sweep_once(const std::string& which) {
+  const char* mark = std::getenv("MOEBENCH_TEST_SIGNAL_ONCE");
+  if (!mark) throw Error("scale: behave=signal needs MOEBENCH_TEST_SIGNAL_ONCE, the path of a marker file");
+  const int fd = ::open(mark, O_CREAT | O_EXCL | O_WRONLY, 0600);
+  if (fd < 0) return;
+  ::close(fd);
+  const pid_t sweep = ::getppid();
+  if (which == "kill") {
+    ::kill(sweep, SIGKILL);
+    for (;;) ::pause();  // the worker dies with the sweep (PR_SET_PDEATHSIG)
+  }
+  ::kill(sweep, SIGINT);
+  for (int i = 0; i < 5000 && !sigint_delivered(sweep); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 void run_cpu(const Params& problem, const Params& config, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
   const std::int64_t T = problem.i("tokens"), W = problem.i("width"), tile = config.i("tile");
   const double alpha = problem.f("alpha");
@@ -21,6 +55,7 @@ void run_cpu(const Params& problem, const Params& config, const RefMap& in, cons
   if (behave == "hang")
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   if (behave == "throw") throw Error("scale: deliberate failure of config behave=throw");
+  if (behave == "signal") signal_sweep_once(problem.s("signal"));
   const float* x = need(in, "x").as<float>();
   float* y = need(out, "out").as<float>();
   const float a = static_cast<float>(alpha) * (behave == "wrong" ? 1.01f : 1.0f);
@@ -43,7 +78,9 @@ const FamilyDesc& scale_family() {
     f.problem_params = {int_param("tokens", 64, 1, 1 << 20, "rows"),
                         choice_param("dtype", "f32", {"f32"}, "element type"),
                         int_param("width", 64, 1, 1 << 16, "columns"),
-                        int_param("faults", 0, 0, 1, "1: the space holds misbehaving configs")};
+                        int_param("faults", 0, 0, 1, "1: the space holds misbehaving configs"),
+                        choice_param("signal", "none", {"none", "kill", "interrupt"},
+                                     "kill|interrupt: every config but the default signals the sweep (once)")};
     ParamSpec alpha;
     alpha.name = "alpha";
     alpha.kind = ParamKind::Float;
@@ -80,11 +117,13 @@ const FamilyDesc& scale_family() {
     BackendImpl cpu;
     cpu.backend = Backend::cpu;
     cpu.config_params = {int_param("tile", 16, 1, 4096, "rows per task"),
-                         choice_param("behave", "normal", {"normal", "abort", "hang", "throw", "wrong", "slow"},
+                         choice_param("behave", "normal", {"normal", "abort", "hang", "throw", "wrong", "slow", "signal"},
                                       "how the candidate misbehaves, if at all")};
     cpu.space = [](const Params& p, const DeviceInfo&, bool full) {
       std::vector<Params> s;
-      for (std::int64_t t : {4, 16, 64, 256}) s.push_back(Params{{"tile", t}, {"behave", std::string("normal")}});
+      const bool signal = p.s("signal") != "none";
+      for (std::int64_t t : {4, 16, 64, 256})
+        s.push_back(Params{{"tile", t}, {"behave", std::string(signal && t != 16 ? "signal" : "normal")}});
       if (full) s.push_back(Params{{"tile", std::int64_t{1024}}, {"behave", std::string("normal")}});
       if (p.i("faults"))
         for (const char* b : {"abort", "hang", "throw", "wrong", "slow"})
