@@ -6,7 +6,7 @@ namespace moe::tuner {
 
 namespace {
 
-// s string, i integer, n number, b boolean, o object, O object or null, a array, S array of
+// s string, i integer, n number or null (NaN is written as null), r number, b boolean, o object, O object or null, a array, S array of
 // strings, N array of numbers, c a choice (point: winner, runner_up, default, chosen), t the
 // meta's timer.
 using Kinds = std::map<std::string, char>;
@@ -23,8 +23,8 @@ const Kinds& kinds(FieldSet set) {
   };
   static const Kinds journal = with({{"binary", 's'}, {"fingerprint", 's'}, {"timer", 's'}, {"round", 'i'},
                                      {"point_index", 'i'}, {"cand_index", 'i'}, {"tokens", 'i'}, {"evaluated", 'i'},
-                                     {"total", 'i'}, {"rounds", 'i'}, {"prepare_s", 'n'}, {"bytes", 'n'},
-                                     {"flops", 'n'}, {"incumbent_us", 'n'}, {"call_us", 'n'}, {"early_stop", 'b'},
+                                     {"total", 'i'}, {"rounds", 'i'}, {"prepare_s", 'r'}, {"bytes", 'r'},
+                                     {"flops", 'r'}, {"incumbent_us", 'r'}, {"call_us", 'r'}, {"early_stop", 'b'},
                                      {"budget_hit", 'b'}, {"is_default", 'b'}, {"retry", 'b'}, {"samples_us", 'N'},
                                      {"validation", 'O'}, {"plan", 'O'}, {"settings", 'O'}, {"problem", 'O'},
                                      {"config", 'O'}, {"resolved_config", 'O'}, {"config_source", 'O'}});
@@ -34,12 +34,12 @@ const Kinds& kinds(FieldSet set) {
                                     {"tflops", 'n'}, {"pct_peak", 'n'}});
   static const Kinds point = with({{"tokens", 'i'}, {"point_index", 'i'}, {"evaluated", 'i'}, {"total", 'i'},
                                    {"rounds", 'i'}, {"timed", 'i'}, {"not_usable", 'i'}, {"budget_hit", 'b'},
-                                   {"kept_default", 'b'}, {"speedup_vs_default", 'n'}, {"gbps", 'n'}, {"tflops", 'n'},
+                                   {"kept_default", 'b'}, {"speedup_vs_default", 'r'}, {"gbps", 'n'}, {"tflops", 'n'},
                                    {"pct_peak", 'n'}, {"winner", 'c'}, {"runner_up", 'c'}, {"default", 'c'},
                                    {"chosen", 'c'}});
   static const Kinds meta = with({{"device_slug", 's'}, {"strategy", 's'}, {"version", 's'}, {"git", 's'},
                                   {"command", 's'}, {"results_path", 's'}, {"cuda_runtime", 's'}, {"driver", 's'},
-                                  {"wall_s", 'n'}, {"copy_bw_gbps", 'n'}, {"sm_count", 'i'}, {"seed", 'i'},
+                                  {"wall_s", 'r'}, {"copy_bw_gbps", 'r'}, {"sm_count", 'i'}, {"seed", 'i'},
                                   {"resumed", 'b'}, {"timer", 't'}, {"skipped", 'S'}});
   switch (set) {
     case FieldSet::journal_line: return journal;
@@ -53,7 +53,8 @@ const char* kind_name(char k) {
   switch (k) {
     case 's': return "a string";
     case 'i': return "an integer";
-    case 'n': return "a number";
+    case 'n':
+    case 'r': return "a number";
     case 'b': return "true or false";
     case 'o': return "an object";
     case 'O': return "an object";
@@ -76,7 +77,8 @@ bool fits(const json& v, char k) {
   switch (k) {
     case 's': return v.is_string();
     case 'i': return v.is_number_integer();
-    case 'n': return v.is_number() || v.is_null();  // NaN is written as null
+    case 'n': return v.is_number() || v.is_null();
+    case 'r': return v.is_number();
     case 'b': return v.is_boolean();
     case 'o': return v.is_object();
     case 'O': return v.is_object() || v.is_null();
