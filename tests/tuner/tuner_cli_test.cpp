@@ -315,10 +315,12 @@ TEST(TunerCli, PointsThatCouldNotRunFailTheSweep) {
   for (auto& rec : res["records"]) timed = timed || (rec.value("tokens", 0) == 4 && rec.value("status", "") == "ok");
   EXPECT_TRUE(timed) << "the point that could run was measured";
   fs::remove_all(out);
+  // A replay file that cannot be read is an input error found before sweeping: nothing runs.
   r = run("sweep router --backend cpu --tokens 4 --dist /nonexistent-moebench.npy --tables none --progress plain --out " +
           out.string());
-  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("nonexistent-moebench.npy"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out / "journal.jsonl"));
   fs::remove_all(out);
 }
 

@@ -7,14 +7,15 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <iterator>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
 #include "io/json_text.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
+#include "tuner/store/field_types.hpp"
 
 namespace fs = std::filesystem;
 
@@ -246,13 +247,20 @@ json read_results(const std::string& path_or_dir) {
     return Error(path + ": " + what + "; give a results.json that `moebench sweep` or `moebench merge` wrote");
   };
   if (j.contains("meta") && !j["meta"].is_object()) throw bad("meta is not an object");
+  if (const std::string why = field_type_fault(j.value("meta", json::object()), FieldSet::meta); !why.empty())
+    throw bad("meta: " + why);
+  if (j.contains("points") && !j["points"].is_array()) throw bad("points is not a list");
+  for (std::size_t i = 0; i < j.value("points", json::array()).size(); ++i) {
+    const json& p = j["points"][i];
+    if (!p.is_object()) throw bad("point " + std::to_string(i) + " is not an object");
+    if (const std::string why = field_type_fault(p, FieldSet::point); !why.empty())
+      throw bad("point " + std::to_string(i) + ": " + why);
+  }
   for (std::size_t i = 0; i < j["records"].size(); ++i) {
     const json& r = j["records"][i];
     const std::string rec = "record " + std::to_string(i);
     if (!r.is_object()) throw bad(rec + " is not an object");
-    for (const char* k : {"kernel", "family", "problem_key", "config_key", "status"})
-      if (r.contains(k) && !r[k].is_string()) throw bad(rec + ": " + k + " is " + r[k].dump() + ", not a string");
-    if (r.contains("tokens") && !r["tokens"].is_number_integer()) throw bad(rec + ": tokens is not an integer");
+    if (const std::string why = field_type_fault(r, FieldSet::record); !why.empty()) throw bad(rec + ": " + why);
     if (r.contains("stats")) {
       if (!r["stats"].is_object()) throw bad(rec + ": stats is not an object");
       for (auto& [k, v] : r["stats"].items())
