@@ -246,6 +246,29 @@ TEST(HostileCli, ResumeRetriesCrashedCandidatesOnceAndCleansTempFiles) {
   fs::remove_all(d);
 }
 
+// A full --out (ENOSPC): the error names the file that could not be written, not its temporary,
+// exit 2, and the finished points' tables are still written. The full disk is a 64 KiB tmpfs in a
+// private mount namespace, filled up after the journal of a finished sweep is copied in, so the
+// resumed sweep measures nothing and fails only at its final writes.
+TEST(HostileCli, FullOutFolderNamesTheFileAndKeepsTheTables) {
+  const fs::path d = moe::testing::fresh_temp_dir("enospc");
+  if (moe::testing::sh("unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs " + quote(d) + "'").code != 0)
+    GTEST_SKIP() << "no private mount namespace here (unshare -m and mount need root)";
+  const auto done = mb(quick_sweep(d / "first"));
+  ASSERT_EQ(done.code, 0) << done.out;
+  fs::create_directories(d / "full");
+  std::ofstream(d / "full.sh") << "set -e\nmount -t tmpfs -o size=64k tmpfs " << quote(d / "full") << "\ncp "
+                              << quote(d / "first" / "journal.jsonl") << " " << quote(d / "full") << "\ndd if=/dev/zero of="
+                              << quote(d / "full" / "filler") << " bs=1k count=1000 2>/dev/null || true\nexec timeout -k 5 300 "
+                              << MOEBENCH_EXE << " " << quick_sweep(d / "full", (d / "tables").string()) << " --resume\n";
+  const auto r = moe::testing::sh("unshare -m sh " + quote(d / "full.sh"));
+  expect_one_error_line(r, "No space left on device");
+  EXPECT_NE(r.out.find("results.json"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(".tmp"), std::string::npos) << r.out;
+  EXPECT_FALSE(table_under(d / "tables").empty()) << "the finished point's table was not written";
+  fs::remove_all(d);
+}
+
 // A held table lock: the sweep says who holds it, and Ctrl-C stops the wait (exit 130) with the
 // results written; a directory in a table's place is refused before sweeping.
 TEST(HostileCli, HeldTableLockSaysWhoAndCtrlCStopsTheWait) {
