@@ -122,6 +122,7 @@ TEST(DispatchFp8Problem, CudaRefusesAndShapesAreChecked) {
   const BackendImpl& cuda = dispatch_family().need_backend(Backend::cuda);
   EXPECT_NE(cuda.invalid_reason(ok, cuda.default_config(ok, DeviceInfo{}), DeviceInfo{}).find("fp8 has no cuda"),
             std::string::npos);
+  EXPECT_TRUE(cuda.space(ok, DeviceInfo{}, true).empty());
   try {
     dispatch_family().check_problem(complete(dispatch_family().problem_params, problem(8, 4, 1, 100, "fp32"), "dispatch"));
     ADD_FAILURE() << "hidden 100 accepted for fp8";
