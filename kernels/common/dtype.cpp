@@ -49,16 +49,9 @@ bool is_float(DType t) {
   return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64 || t == DType::e4m3;
 }
 
-static std::uint32_t bits_of(float v) {
-  std::uint32_t u;
-  std::memcpy(&u, &v, 4);
-  return u;
-}
-static float float_of(std::uint32_t u) {
-  float v;
-  std::memcpy(&v, &u, 4);
-  return v;
-}
+// The bit views e4m3.hpp already defines for host and device.
+static std::uint32_t bits_of(float v) { return fp8::f32_bits(v); }
+static float float_of(std::uint32_t u) { return fp8::f32_from(u); }
 
 float bf16_to_float(std::uint16_t bits) { return float_of(static_cast<std::uint32_t>(bits) << 16); }
 

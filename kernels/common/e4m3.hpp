@@ -104,4 +104,11 @@ MOE_FP8_HD void quantize_row(const float* x, std::int64_t K, std::uint8_t* q, fl
   for (std::int64_t g = 0; g < K / kGroup; ++g) scales[g] = quantize_group(x + g * kGroup, kGroup, q + g * kGroup, ue8m0);
 }
 
+// Four values divided by their group's scale, as four codes in one word (lowest first): the
+// kernels store 16 codes of a row with one 16-byte write.
+MOE_FP8_HD unsigned pack4(const float* v, float scale) {
+  return static_cast<unsigned>(from_float(v[0] / scale)) | static_cast<unsigned>(from_float(v[1] / scale)) << 8 |
+         static_cast<unsigned>(from_float(v[2] / scale)) << 16 | static_cast<unsigned>(from_float(v[3] / scale)) << 24;
+}
+
 }  // namespace moe::fp8

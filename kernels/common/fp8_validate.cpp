@@ -13,11 +13,12 @@ namespace {
 int rank(std::uint8_t q) { return q & 0x80 ? -static_cast<int>(q & 0x7F) : static_cast<int>(q); }
 bool is_nan_code(std::uint8_t q) { return (q & 0x7F) == 0x7F; }
 
-bool scale_close(float a, float b, bool ue8m0) {
+bool scale_close(float a, float b, bool ue8m0, double rtol) {
   if (std::isnan(a) || std::isnan(b)) return false;
   if (a == b) return true;
   if (!std::isfinite(a) || !std::isfinite(b)) return false;
   if (ue8m0) return a == 2 * b || b == 2 * a;
+  if (std::fabs(static_cast<double>(a) - b) <= rtol * std::fabs(static_cast<double>(b))) return true;
   const std::int64_t d = static_cast<std::int64_t>(fp8::f32_bits(a)) - static_cast<std::int64_t>(fp8::f32_bits(b));
   return d == 1 || d == -1;
 }
@@ -29,7 +30,7 @@ void note(Check& c, std::int64_t r, std::int64_t j, const std::string& what) {
 }  // namespace
 
 std::vector<Check> check_quantized(const std::string& name, const Tensor& gq, const Tensor& gs, const Tensor& rq,
-                                   const Tensor& rs, bool ue8m0, const std::vector<char>* pad) {
+                                   const Tensor& rs, bool ue8m0, const std::vector<char>* pad, double scale_rtol) {
   const std::string scale_name = name + "_scale";
   if (gq.shape() != rq.shape() || gs.shape() != rs.shape() || gq.dtype() != DType::e4m3 || gs.dtype() != DType::f32) {
     Check c;
@@ -46,7 +47,8 @@ std::vector<Check> check_quantized(const std::string& name, const Tensor& gq, co
   const auto* gsc = gs.data<float>();
   const auto* rsc = rs.data<float>();
   Check sc, codes, deq;
-  sc.tensor = scale_name + " (within 1 ulp of the reference's)";
+  sc.tensor = scale_name + (scale_rtol > 0 ? " (within " + std::to_string(scale_rtol) + " relative of the reference's)"
+                                            : std::string(" (within 1 ulp of the reference's)"));
   codes.tensor = name + " (e4m3 codes within one step of the reference's)";
   deq.tensor = name + " dequantized (relative L2 vs the reference's)";
   double num = 0, den = 0;
@@ -57,7 +59,7 @@ std::vector<Check> check_quantized(const std::string& name, const Tensor& gq, co
       if (is_poison(DType::f32, &gsc[r * G + g])) {
         ++sc.unwritten;
         note(sc, r, g, "never written");
-      } else if (computed ? !scale_close(a, b, ue8m0) : !std::isfinite(a)) {
+      } else if (computed ? !scale_close(a, b, ue8m0, scale_rtol) : !std::isfinite(a)) {
         ++sc.mismatches;
         note(sc, r, g, "is " + std::to_string(a) + (computed ? ", want " + std::to_string(b) : ""));
       }

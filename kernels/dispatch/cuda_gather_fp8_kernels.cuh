@@ -9,15 +9,14 @@
 // there). Internal linkage: each includer gets its own copy.
 #include <cstdint>
 
-#include "common/e4m3.hpp"
+#include "common/fp8_group_quant.cuh"
 
 namespace moe::dispatch_cuda::gather_fp8_kernels {
 
 namespace {
 
-constexpr unsigned kFull = 0xffffffffu;
-constexpr int kLanesPerGroup = 8;  // 8 lanes x 16 values = one 128-column group
-constexpr int kGroupsPerWarp = 32 / kLanesPerGroup;
+using fp8::kGroupsPerWarp;
+using fp8::kLanesPerGroup;
 
 struct QDev {
   const std::uint16_t* x;  // [T, D] bf16 bits
@@ -64,27 +63,10 @@ __global__ void __launch_bounds__(THREADS) quant_gather_kernel(QDev g) {
 #pragma unroll
     for (int i = 0; i < 16; ++i) v[i] = 0.0f;
   }
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) amax = fp8::amax_step(amax, v[i]);
-  // The group's eight lanes are lane-aligned, so xor offsets below 8 stay inside it.
-#pragma unroll
-  for (int o = kLanesPerGroup / 2; o > 0; o /= 2) amax = fp8::amax_step(amax, __shfl_xor_sync(kFull, amax, o));
+  const float amax = fp8::group_amax16(v);
   if (!live) return;
   const float scale = fp8::group_scale(amax, g.ue8m0);
-  unsigned packed[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    packed[i] = static_cast<unsigned>(fp8::from_float(v[4 * i] / scale)) |
-                static_cast<unsigned>(fp8::from_float(v[4 * i + 1] / scale)) << 8 |
-                static_cast<unsigned>(fp8::from_float(v[4 * i + 2] / scale)) << 16 |
-                static_cast<unsigned>(fp8::from_float(v[4 * i + 3] / scale)) << 24;
-  uint4 out;
-  out.x = packed[0];
-  out.y = packed[1];
-  out.z = packed[2];
-  out.w = packed[3];
-  __stcs(reinterpret_cast<uint4*>(g.xs + r * g.D + grp * 128 + sub * 16), out);
+  __stcs(reinterpret_cast<uint4*>(g.xs + r * g.D + grp * 128 + sub * 16), fp8::codes16(v, scale));
   if (sub == 0) g.scales[r * G + grp] = scale;
 }
 

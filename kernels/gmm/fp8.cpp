@@ -95,10 +95,14 @@ void reference_fp8(const GmmSpec& s, const TensorMap& in, TensorMap& out, const 
   }
 }
 
+// h's amax comes out of a K-long fp32 sum on the device and an fp64 one here: 2^-12 relative
+// covers its rounding for K up to ~10^5 (ue8m0 scales still differ by at most one power of two).
+constexpr double kHScaleRtol = 1.0 / 4096;
+
 Validation validate_fp8_up(const GmmSpec& s, const TensorMap& in, const TensorMap& got, const TensorMap& ref) {
   const auto pad = zero_rows(in.at(s.act_name()));
   return make_validation(
-      check_quantized("h", got.at("h"), got.at("h_scale"), ref.at("h"), ref.at("h_scale"), s.ue8m0, &pad));
+      check_quantized("h", got.at("h"), got.at("h_scale"), ref.at("h"), ref.at("h_scale"), s.ue8m0, &pad, kHScaleRtol));
 }
 
 }  // namespace moe::gmm

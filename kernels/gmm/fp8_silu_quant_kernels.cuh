@@ -9,15 +9,14 @@
 #include <cmath>
 #include <cstdint>
 
-#include "common/e4m3.hpp"
+#include "common/fp8_group_quant.cuh"
 
 namespace moe::gmm::fp8_kernels {
 
 namespace {
 
-constexpr unsigned kFull = 0xffffffffu;
-constexpr int kLanesPerGroup = 8;
-constexpr int kGroupsPerWarp = 32 / kLanesPerGroup;
+using fp8::kGroupsPerWarp;
+using fp8::kLanesPerGroup;
 
 struct SiluQuantArgs {
   const float* gu;   // [rows, 2I]: gate columns 0..I-1, up columns I..2I-1
@@ -40,8 +39,7 @@ __global__ void __launch_bounds__(THREADS) silu_quant_kernel(const SiluQuantArgs
   if (r >= in_use) return;
   const long long grp = (warp % chunks) * kGroupsPerWarp + lane / kLanesPerGroup;
   const bool live = grp < G;
-  float h[16];
-  float amax = 0.0f;
+  float h[16] = {};
   if (live) {
     const float4* g4 = reinterpret_cast<const float4*>(p.gu + r * 2 * p.I + grp * 128 + sub * 16);
     const float4* u4 = reinterpret_cast<const float4*>(p.gu + r * 2 * p.I + p.I + grp * 128 + sub * 16);
@@ -52,26 +50,11 @@ __global__ void __launch_bounds__(THREADS) silu_quant_kernel(const SiluQuantArgs
 #pragma unroll
       for (int j = 0; j < 4; ++j) h[4 * i + j] = gs[j] / (1.0f + expf(-gs[j])) * us[j];
     }
-#pragma unroll
-    for (int i = 0; i < 16; ++i) amax = fp8::amax_step(amax, h[i]);
   }
-#pragma unroll
-  for (int o = kLanesPerGroup / 2; o > 0; o /= 2) amax = fp8::amax_step(amax, __shfl_xor_sync(kFull, amax, o));
+  const float amax = fp8::group_amax16(h);
   if (!live) return;
   const float scale = fp8::group_scale(amax, p.ue8m0);
-  unsigned packed[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    packed[i] = static_cast<unsigned>(fp8::from_float(h[4 * i] / scale)) |
-                static_cast<unsigned>(fp8::from_float(h[4 * i + 1] / scale)) << 8 |
-                static_cast<unsigned>(fp8::from_float(h[4 * i + 2] / scale)) << 16 |
-                static_cast<unsigned>(fp8::from_float(h[4 * i + 3] / scale)) << 24;
-  uint4 out;
-  out.x = packed[0];
-  out.y = packed[1];
-  out.z = packed[2];
-  out.w = packed[3];
-  *reinterpret_cast<uint4*>(p.h + r * p.I + grp * 128 + sub * 16) = out;
+  *reinterpret_cast<uint4*>(p.h + r * p.I + grp * 128 + sub * 16) = fp8::codes16(h, scale);
   if (sub == 0) p.h_scale[r * G + grp] = scale;
 }
 

@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -33,12 +32,10 @@ std::string deepseek_with(const json& quant) {
   return p.string();
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const moe::Error& e) {
-    return e.what();
-  }
+// The one-line message f throws, or "" when it throws none.
+template <class F>
+std::string error_of(F&& f) {
+  try { f(); } catch (const moe::Error& e) { return e.what(); }
   return "";
 }
 

@@ -170,9 +170,12 @@ TEST(GmmFp8Problem, RefusesShapesConfigsAndTheCudaBackend) {
     }
     return "";
   };
-  EXPECT_NE(error_of(fp8_problem(4, 4, 2, 200, 128, 8, "up")).find("hidden to be a multiple of 128, got 200"), std::string::npos);
-  EXPECT_NE(error_of(fp8_problem(4, 4, 2, 256, 96, 8, "up")).find("intermediate (per TP shard) to be a multiple of 128, got 96"),
-            std::string::npos);
+  const std::string hidden = error_of(fp8_problem(4, 4, 2, 200, 128, 8, "up"));
+  EXPECT_NE(hidden.find("hidden to be a multiple of 128"), std::string::npos) << hidden;
+  EXPECT_NE(hidden.find("got 200"), std::string::npos) << hidden;
+  const std::string inter = error_of(fp8_problem(4, 4, 2, 256, 96, 8, "up"));
+  EXPECT_NE(inter.find("intermediate (per TP shard) to be a multiple of 128"), std::string::npos) << inter;
+  EXPECT_NE(inter.find("got 96"), std::string::npos) << inter;
   const Params ok = complete(F().problem_params, fp8_problem(4, 4, 2, 256, 128, 8, "up"), "gmm");
   EXPECT_EQ(F().need_backend(Backend::cpu).invalid_reason(ok, cfg(8), DeviceInfo{}), "");
   EXPECT_NE(F().need_backend(Backend::cpu).invalid_reason(ok, Params{{"block_m", std::int64_t{8}}, {"block_n", std::int64_t{64}}, {"block_k", std::int64_t{128}}}, DeviceInfo{}).find("fp8 takes block_n=128"),
