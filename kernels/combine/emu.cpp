@@ -43,7 +43,7 @@ void emu_f32(const combine_cuda::Args& a, bool rmsnorm, const combine_cuda::Conf
 }  // namespace
 
 // Measured on a development machine (one core): see --help and docs/commands/run.md.
-constexpr EmuSpeed kSpeed{1e6, 1e9};
+constexpr EmuSpeed kSpeed{1.5e6, 0};
 
 BackendImpl combine_emu_backend() {
   return emu_backend_over(combine_cuda_backend(), kSpeed, [](const Params& problem, const Params& config, const RefMap& in,

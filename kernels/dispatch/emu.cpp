@@ -77,7 +77,7 @@ void emu_gather(const GatherArgs& a, const ScatterArgs& by_token, int order, int
 }  // namespace
 
 // Measured on a development machine (one core): see --help and docs/commands/run.md.
-constexpr EmuSpeed kSpeed{1e6, 1e9};
+constexpr EmuSpeed kSpeed{2e6, 0};
 
 BackendImpl dispatch_emu_backend() {
   return emu_backend_over(dispatch_cuda_backend(), kSpeed, [](const Params& problem, const Params& config, const RefMap& in,

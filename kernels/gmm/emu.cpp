@@ -145,7 +145,7 @@ std::string not_emulated(const Params& config) {
 namespace moe::gmm {
 
 // Measured on a development machine (one core): see --help and docs/commands/run.md.
-constexpr EmuSpeed kSpeed{1e6, 1e9};
+constexpr EmuSpeed kSpeed{0, 4e6};
 
 BackendImpl emu_backend() {
   return emu_backend_over(

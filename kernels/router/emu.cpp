@@ -60,7 +60,7 @@ void router_emu(const RouterSpec& spec, const CudaConfig& c, const kern::Args& a
 }
 
 // Measured on a development machine (one core): see --help and docs/commands/run.md.
-constexpr EmuSpeed kSpeed{1e6, 1e9};
+constexpr EmuSpeed kSpeed{1e5, 0};
 
 BackendImpl emu_backend() {
   return emu_backend_over(cuda_backend(), kSpeed, [](const Params& problem, const Params& config, const RefMap& in,
