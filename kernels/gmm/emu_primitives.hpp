@@ -13,7 +13,7 @@
 #define GMM_EMULATED_PRIMITIVES 1
 #define GMM_KERNEL_NAMESPACE emulated
 #define GMM_DEVICE inline
-#define GMM_KERNEL(threads) void
+#define GMM_KERNEL(threads) inline void  // inline: tests include the kernels too
 
 #include "gmm/cuda_configs.hpp"
 #include "gmm/wgmma_configs.hpp"
