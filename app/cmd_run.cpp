@@ -4,12 +4,15 @@
 #include <fmt/format.h>
 
 #include "app/commands.hpp"
+#include "app/emu_text.hpp"
 #include "app/flag_checks.hpp"
 #include "app/problem_cli.hpp"
 #include "io/npy.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "tuner/measure/save_case.hpp"
+#include "common/emu_backend.hpp"
+#include "tuner/measure/emu_time.hpp"
 #include "tuner/measure/harness.hpp"
 #include "tuner/problem/problem.hpp"
 #include "tuner/store/tables_dir.hpp"
@@ -79,14 +82,18 @@ void run(const CLI::App& cmd, const ProblemArgs& pa, const RunArgs& ra) {
   const FamilyDesc& f = family(ra.family);
   const Backend backend = pick_backend(ra.backend);
   if (backend == Backend::cuda) require_cuda_device(ra.device);
-  else refuse_for_cpu(cmd, "--device", "names the GPU to run on");
-  const DeviceInfo dev = backend == Backend::cuda ? cuda_device_info(ra.device) : cpu_device_info(ra.threads);
+  else refuse_for_cpu(cmd, "--device", "names the GPU to run on", backend);
+  const DeviceInfo dev = backend == Backend::cuda  ? cuda_device_info(ra.device)
+                         : backend == Backend::emu ? emu_device_info()
+                                                   : cpu_device_info(ra.threads);
+  if (backend == Backend::emu && !f.backend(backend)) throw Error(no_emu_reason(f));
   f.need_backend(backend);
 
   Params problem = problem_params(f, pa, true);
   const auto tokens = tuner::parse_token_list(pa.tokens);
   if (tokens.size() != 1) throw Error("run takes one token count; use `moebench sweep` for several");
   problem.set("tokens", tokens[0]);
+  if (backend == Backend::emu) tuner::check_emu_time(f, complete(f.problem_params, problem, "family '" + f.name + "'"));
   // Before making the inputs and running, which may take long, not after it.
   if (!ra.save.empty()) tuner::check_writable_dir(ra.save, "--save", "give a folder that can be created and written");
 
@@ -116,9 +123,6 @@ void run(const CLI::App& cmd, const ProblemArgs& pa, const RunArgs& ra) {
   }
 
   const tuner::Outcome o = tuner::run_backend(p, backend, config, dev, ra.repeat);
-  std::vector<double> t = o.times_us;
-  std::sort(t.begin(), t.end());
-  const double med = t[t.size() / 2];
   fmt::print("family   {}\nproblem  {}\nbackend  {} ({})\n", f.name, p.problem.str(), backend_name(backend), dev.name);
   if (stages.empty()) fmt::print("config   {} ({})\n", config.str(), source);
   for (std::size_t i = 0; i < stages.size(); ++i) {
@@ -128,10 +132,19 @@ void run(const CLI::App& cmd, const ProblemArgs& pa, const RunArgs& ra) {
                                                   : c.how + " entry " + std::to_string(c.key) + " of " + c.table;
     fmt::print("stage    {}: {} ({})\n", layer_stages(p.problem)[i].name, c.config.str(), from);
   }
-  fmt::print("time     median {:.2f} us, min {:.2f} us over {} runs", med, t.front(), t.size());
-  if (p.cost.bytes > 0) fmt::print(", {:.1f} GB/s", p.cost.bytes / med / 1e3);
-  if (p.cost.flops > 0) fmt::print(", {:.3f} TFLOP/s", p.cost.flops / med / 1e6);
-  fmt::print("\nvalidate {}\n", o.validation.summary());
+  if (o.times_us.empty()) {
+    fmt::print("time     not measured: the emu backend validates the cuda kernel sources, it does not time them\n");
+  } else {
+    std::vector<double> t = o.times_us;
+    std::sort(t.begin(), t.end());
+    const double med = t[t.size() / 2];
+    fmt::print("time     median {:.2f} us, min {:.2f} us over {} runs", med, t.front(), t.size());
+    if (p.cost.bytes > 0) fmt::print(", {:.1f} GB/s", p.cost.bytes / med / 1e3);
+    if (p.cost.flops > 0) fmt::print(", {:.3f} TFLOP/s", p.cost.flops / med / 1e6);
+    fmt::print("\n");
+  }
+  if (!o.not_emulated.empty()) fmt::print("emulated not emulated: {}\n", o.not_emulated);
+  fmt::print("validate {}\n", o.validation.summary());
 
   if (!ra.save.empty()) {
     tuner::save_tensors(ra.save, p, o.outputs);
@@ -155,7 +168,8 @@ void add_run_command(CLI::App& root) {
   cmd->add_option("family", ra->family, "kernel family: " + names)->required();
   add_problem_options(*cmd, *pa, "64");
   cmd->get_option("--tokens")->description("token count: one number (`moebench sweep` takes lists)");
-  cmd->add_option("--backend", ra->backend, "cpu | cuda | auto (cuda when a GPU is visible)")->default_str("auto");
+  cmd->add_option("--backend", ra->backend, "cpu | cuda | emu | auto (cuda when a GPU is visible). " + emu_help())
+      ->default_str("auto");
   allow_only(cmd->add_option("--device", ra->device, "CUDA device ordinal")->default_str("0"), Allowed::non_negative_int);
   allow_only(cmd->add_option("--threads", ra->threads, "cpu backend threads (0: all cores)")->default_str("0"),
              Allowed::thread_count, "0: all cores");

@@ -10,8 +10,10 @@
 
 #include "app/commands.hpp"
 #include "app/command_line.hpp"
+#include "app/emu_text.hpp"
 #include "app/flag_checks.hpp"
 #include "app/problem_cli.hpp"
+#include "common/emu_backend.hpp"
 #include "io/npy.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
@@ -94,7 +96,8 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   tuner::SweepOptions o;
   o.backend = backend;
   if (backend == Backend::cuda) o.devices = parse_devices(a.devices);
-  else refuse_for_cpu(cmd, "--devices", "names the GPUs to sweep on");
+  else refuse_for_cpu(cmd, "--devices", "names the GPUs to sweep on", backend);
+  if (backend == Backend::emu && a.what != "all" && !family(a.what).backend(backend)) throw Error(no_emu_reason(family(a.what)));
   o.axes = multi_axes(a.problem);
   if (a.what == "all" || a.what == "moe-layer") {
     std::vector<std::string> warnings;
@@ -121,6 +124,8 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   o.threads = a.threads;
   o.space = a.space;
   o.strategy = tuner::parse_strategy(a.strategy);
+  // emu validates every config once; there is no time to search by.
+  if (backend == Backend::emu) o.strategy = tuner::Strategy::exhaustive;
   o.budget = tuner::parse_budget(a.budget);
   o.shard = tuner::parse_shard(a.shard);
   o.resume = a.resume;
@@ -147,7 +152,9 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   if (o.rule.max_time_s <= 0) throw Error("--max-time " + a.max_time + ": must be a positive duration (e.g. 250ms, 1s)");
   o.watchdog_s = tuner::parse_duration(a.watchdog, "--watchdog");
   if (o.watchdog_s <= 0) throw Error("--watchdog " + a.watchdog + ": must be a positive duration (e.g. 20s)");
-  const DeviceInfo dev = backend == Backend::cuda ? cuda_device_info(o.devices.front()) : cpu_device_info(a.threads);
+  const DeviceInfo dev = backend == Backend::cuda  ? cuda_device_info(o.devices.front())
+                         : backend == Backend::emu ? emu_device_info()
+                                                   : cpu_device_info(a.threads);
   if (a.dry_run) {
     fmt::print("{}", tuner::plan_text(o.units, o.axes, o.tokens, backend, dev, o.space, o.shard));
     return;
@@ -155,7 +162,10 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   std::vector<std::string> argv = command_argv();
   o.command = shell_join(argv);
   o.out_dir = a.out.empty() ? default_out(dev) : a.out;
-  if (a.tables != "none") {
+  if (backend == Backend::emu && !a.tables.empty() && a.tables != "none")
+    throw Error("--tables " + a.tables + ": the emu backend validates and does not time, so it writes no tables: leave "
+                "--tables out");
+  if (a.tables != "none" && backend != Backend::emu) {
     o.tables_dir = a.tables.empty() ? tuner::default_tables_dir() : a.tables;
     tuner::check_tables_dir(o.tables_dir, a.tables.empty() ? "the default --tables" : "--tables");
   }
@@ -181,7 +191,8 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
     fmt::print("{}\n", tuner::printed_summary(out.results));
     fmt::print("results: {} ({}), journal: {}\n", out.results_path, out.csv_path, out.journal_path);
     for (auto& t : out.tables) fmt::print("table: {}\n", t);
-    if (o.tables_dir.empty()) fmt::print("tables: none written (--tables none)\n");
+    if (backend == Backend::emu) fmt::print("tables: none written (the emu backend validates, it does not time)\n");
+    else if (o.tables_dir.empty()) fmt::print("tables: none written (--tables none)\n");
     else
       fmt::print("tables: {} written under {}{}\n", out.tables.size(), o.tables_dir,
                  a.tables.empty() ? " (the default: $MOEBENCH_CONFIG_DIR, else ./configs; choose with --tables DIR)" : "");
@@ -214,7 +225,10 @@ void add_sweep_command(CLI::App& root) {
   auto* cmd = root.add_subcommand("sweep", "tune: time every valid config per problem and token count, write results and tables");
   cmd->add_option("WHAT", a->what, "a kernel family, moe-layer, or all (every family in pipeline order)")->required();
   add_problem_options(*cmd, a->problem, "default");
-  cmd->add_option("--backend", a->backend, "cpu | cuda (default: cuda when a GPU is visible)");
+  cmd->add_option("--backend", a->backend,
+                  "cpu | cuda | emu (default: cuda when a GPU is visible). emu validates every config of the cuda "
+                  "space for an H100 under the emulator, exhaustively, times nothing and writes no tables. " +
+                      emu_help());
   cmd->add_option("--devices", a->devices, "GPUs to use, one worker each: all | 0,1,...")->default_str("all");
   allow_only(cmd->add_option("--threads", a->threads, "cpu backend threads (0: all)"), Allowed::thread_count,
              "0: all cores");

@@ -71,10 +71,12 @@ CLI::Option* allow_only(CLI::Option* opt, Allowed allowed, const std::string& no
   return opt;
 }
 
-void refuse_for_cpu(const CLI::App& cmd, const std::string& flag, const std::string& meaning) {
+void refuse_for_cpu(const CLI::App& cmd, const std::string& flag, const std::string& meaning, Backend b) {
   if (cmd.count(flag) == 0) return;
-  throw Error(flag + " " + meaning + ", and the backend is cpu" +
-              " (--backend cpu, or no GPU is visible): leave " + flag + " out, or use --backend cuda on a machine with a GPU");
+  const std::string which = b == Backend::emu ? "emu (kernels emulated on the cpu, no GPU used)"
+                                              : "cpu (--backend cpu, or no GPU is visible)";
+  throw Error(flag + " " + meaning + ", and the backend is " + which + ": leave " + flag +
+              " out, or use --backend cuda on a machine with a GPU");
 }
 
 }  // namespace moe::app

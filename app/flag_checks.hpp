@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "moe/family.hpp"
+
 namespace moe::app {
 
 enum class Allowed {
@@ -20,8 +22,8 @@ enum class Allowed {
 // Adds the check to `opt`; `note` (e.g. "0: all cores") is appended to the message.
 CLI::Option* allow_only(CLI::Option* opt, Allowed allowed, const std::string& note = "");
 
-// A flag that only means something for the cuda backend, given with the cpu one: refused, so a
-// user who asked for GPUs learns they are not used rather than timing the cpu unawares.
-void refuse_for_cpu(const CLI::App& cmd, const std::string& flag, const std::string& meaning);
+// A flag that only means something for the cuda backend, given with another (cpu, emu): refused,
+// so a user who asked for GPUs learns they are not used rather than timing the cpu unawares.
+void refuse_for_cpu(const CLI::App& cmd, const std::string& flag, const std::string& meaning, Backend b = Backend::cpu);
 
 }  // namespace moe::app

@@ -11,5 +11,13 @@ void combine_reference(const CombineSpec& s, const TensorMap& in, TensorMap& out
 
 BackendImpl combine_cpu_backend();
 BackendImpl combine_cuda_backend();
+BackendImpl combine_emu_backend();  // emu.cpp: the cuda kernel under the SIMT emulator
+
+namespace combine_cuda {
+struct Launchers;
+}
+// The cuda backend's run over the given launchers (one per input dtype).
+void run_combine(const combine_cuda::Launchers& l, const Params& problem, const Params& config, const RefMap& in,
+                 const RefMap& out, const LaunchContext& ctx);
 
 }  // namespace moe

@@ -64,7 +64,11 @@ std::vector<Params> space(const Params& problem, const DeviceInfo& dev, bool ful
   return r;
 }
 
-void run(const Params& problem, const Params& c, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
+}  // namespace
+
+void run_combine(const combine_cuda::Launchers& l, const Params& problem, const Params& c, const RefMap& in,
+                 const RefMap& out, const LaunchContext& ctx) {
+  using namespace combine_cuda;
   const CombineSpec s = CombineSpec::parse(problem);
   Args a;
   const TensorRef& y = need(in, s.dense ? "y" : "y_sorted");
@@ -91,11 +95,18 @@ void run(const Params& problem, const Params& c, const RefMap& in, const RefMap&
   cfg.vec = static_cast<int>(c.i("vec"));
   const bool f32_out = s.out_dtype == DType::f32;
   switch (s.dtype) {
-    case DType::bf16: run_bf16(a, f32_out, s.rmsnorm, cfg, ctx.stream); break;
-    case DType::f16: run_f16(a, f32_out, s.rmsnorm, cfg, ctx.stream); break;
-    case DType::f32: run_f32(a, s.rmsnorm, cfg, ctx.stream); break;
+    case DType::bf16: l.bf16(a, f32_out, s.rmsnorm, cfg, ctx.stream); break;
+    case DType::f16: l.f16(a, f32_out, s.rmsnorm, cfg, ctx.stream); break;
+    case DType::f32: l.f32(a, s.rmsnorm, cfg, ctx.stream); break;
     default: throw Error("combine cuda: unsupported dtype " + std::string(dtype_name(s.dtype)));
   }
+}
+
+namespace {
+
+void run(const Params& problem, const Params& c, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
+  run_combine(combine_cuda::Launchers{&combine_cuda::run_bf16, &combine_cuda::run_f16, &combine_cuda::run_f32}, problem,
+              c, in, out, ctx);
 }
 
 }  // namespace

@@ -33,4 +33,12 @@ void run_bf16(const Args& a, bool out_f32, bool rmsnorm, const Config& c, void* 
 void run_f16(const Args& a, bool out_f32, bool rmsnorm, const Config& c, void* stream);
 void run_f32(const Args& a, bool rmsnorm, const Config& c, void* stream);
 
+// The launchers the host half of a run (run_combine, cuda.cpp) calls: the GPU's above, or the
+// emulator's (emu.cpp).
+struct Launchers {
+  decltype(&run_bf16) bf16;
+  decltype(&run_f16) f16;
+  decltype(&run_f32) f32;
+};
+
 }  // namespace moe::combine_cuda

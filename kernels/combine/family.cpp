@@ -249,7 +249,7 @@ const FamilyDesc& combine_family() {
     f.validate = validate;
     f.cost = cost;
     f.estimate = estimate;
-    f.backends = {combine_cpu_backend(), combine_cuda_backend()};
+    f.backends = {combine_cpu_backend(), combine_cuda_backend(), combine_emu_backend()};
     return f;
   }();
   return d;

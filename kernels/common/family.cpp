@@ -9,12 +9,19 @@
 
 namespace moe {
 
-std::string_view backend_name(Backend b) { return b == Backend::cuda ? "cuda" : "cpu"; }
+std::string_view backend_name(Backend b) {
+  switch (b) {
+    case Backend::cuda: return "cuda";
+    case Backend::emu: return "emu";
+    default: return "cpu";
+  }
+}
 
 Backend parse_backend(std::string_view s) {
   if (s == "cpu") return Backend::cpu;
   if (s == "cuda" || s == "gpu") return Backend::cuda;
-  throw Error("unknown backend '" + std::string(s) + "': use cpu or cuda");
+  if (s == "emu") return Backend::emu;
+  throw Error("unknown backend '" + std::string(s) + "': use cpu, cuda or emu");
 }
 
 const std::vector<const FamilyDesc*>& families() {

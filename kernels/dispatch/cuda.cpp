@@ -123,7 +123,10 @@ std::vector<Params> space(const Params& problem, const DeviceInfo& dev, bool ful
   return r;
 }
 
-void run(const Params& problem, const Params& c, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
+}  // namespace
+
+void run_dispatch(const Launchers& l, const Params& problem, const Params& c, const RefMap& in, const RefMap& out,
+                  const LaunchContext& ctx) {
   const DispatchSpec s = DispatchSpec::parse(problem);
   const TensorRef& x = need(in, "x");
   const TensorRef& ids = need(in, "ids");
@@ -144,9 +147,9 @@ void run(const Params& problem, const Params& c, const RefMap& in, const RefMap&
   a.dst = need(out, "dst").as<std::int32_t>();
   a.rows = src.numel();
   if (c.s("aligner") == "single")
-    align_single(a, static_cast<int>(c.i("align_threads")), ctx.stream);
+    l.one_cta_aligner(a, static_cast<int>(c.i("align_threads")), ctx.stream);
   else
-    align_multi(a, static_cast<int>(c.i("align_threads")), static_cast<int>(c.i("align_chunk")), ctx.workspace,
+    l.multi_cta_aligner(a, static_cast<int>(c.i("align_threads")), static_cast<int>(c.i("align_chunk")), ctx.workspace,
                 ctx.workspace_bytes, ctx.stream);
   GatherArgs g;
   g.x = x.data;
@@ -160,8 +163,14 @@ void run(const Params& problem, const Params& c, const RefMap& in, const RefMap&
   ScatterArgs by_token;
   by_token.dst = a.dst;
   by_token.T = s.T;
-  gather(g, by_token, c.s("order") == "token" ? 1 : 0, static_cast<int>(c.i("threads")), static_cast<int>(c.i("rows")), static_cast<int>(c.i("vec")),
+  l.gatherer(g, by_token, c.s("order") == "token" ? 1 : 0, static_cast<int>(c.i("threads")), static_cast<int>(c.i("rows")), static_cast<int>(c.i("vec")),
          static_cast<int>(c.i("unroll")), ctx.stream);
+}
+
+namespace {
+
+void run(const Params& problem, const Params& c, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
+  run_dispatch(Launchers{&align_single, &align_multi, &gather}, problem, c, in, out, ctx);
 }
 
 }  // namespace

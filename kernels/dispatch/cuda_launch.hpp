@@ -84,4 +84,12 @@ struct ScatterArgs {
 void gather(const GatherArgs& a, const ScatterArgs& by_token, int order, int threads, int rows_per_cta, int vec,
             int unroll, void* stream);
 
+// The kernels' launchers, as the host half of a run (run_dispatch, cuda.cpp) calls them: the
+// GPU's above, or the emulator's (emu.cpp).
+struct Launchers {
+  decltype(&align_single) one_cta_aligner;
+  decltype(&align_multi) multi_cta_aligner;
+  decltype(&gather) gatherer;
+};
+
 }  // namespace moe::dispatch_cuda

@@ -153,7 +153,7 @@ const FamilyDesc& dispatch_family() {
     };
     f.cost = cost;
     f.estimate = estimate;
-    f.backends = {dispatch_cpu_backend(), dispatch_cuda_backend()};
+    f.backends = {dispatch_cpu_backend(), dispatch_cuda_backend(), dispatch_emu_backend()};
     return f;
   }();
   return d;

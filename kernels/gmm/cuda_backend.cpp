@@ -118,11 +118,10 @@ std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& 
   return {};
 }
 
-std::shared_ptr<const Plan> plan(const GmmSpec& s, const Config& c, std::int64_t rows, int max_ctas) {
+KernelArgs plan_args(const GmmSpec& s, const Config& c, std::int64_t rows) {
   const std::string why = invalid_reason(s, c, DeviceInfo{});
   if (!why.empty()) throw Error("gmm cuda: " + why);
-  auto p = std::make_shared<Plan>();
-  KernelArgs& a = p->args;
+  KernelArgs a;
   a.rows = static_cast<int>(rows);
   a.k_dim = static_cast<int>(s.k_dim());
   a.n_out = static_cast<int>(s.n_out());
@@ -131,6 +130,37 @@ std::shared_ptr<const Plan> plan(const GmmSpec& s, const Config& c, std::int64_t
   a.split = c.split;
   a.n_tiles = n_tiles(s, c.shape);
   a.group_m = c.group_m;
+  return a;
+}
+
+void bind_tensors(KernelArgs& a, const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
+                  void* workspace, std::size_t ws_bytes) {
+  a.act = need(in, s.act_name()).as<const std::uint16_t>();
+  a.weight = need(in, s.weight_name()).as<const std::uint16_t>();
+  a.offsets = need(in, "offsets").as<const std::int32_t>();
+  a.row_weight = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;
+  a.out = need(out, s.out_name()).as<std::uint16_t>();
+  if (c.split > 1) {
+    const std::size_t need_ws = static_cast<std::size_t>(c.split) * static_cast<std::size_t>(a.rows) *
+                                static_cast<std::size_t>(s.n_w()) * sizeof(float);
+    if (!workspace || ws_bytes < need_ws)
+      throw Error("gmm cuda: split_k=" + std::to_string(c.split) + " needs " + std::to_string(need_ws) +
+                  " bytes of workspace for " + std::to_string(a.rows) + " rows, got " + std::to_string(ws_bytes));
+    a.partial = static_cast<float*>(workspace);
+  }
+  // What the kernels' accesses assume, checked before anything is launched.
+  require_aligned(a.act, 16, "cuda", s.act_name(), "cp.async copies 16 bytes");
+  require_aligned(a.weight, 16, "cuda", s.weight_name(), "cp.async copies 16 bytes");
+  require_aligned(a.offsets, 4, "cuda", "offsets", "read as int32");
+  if (a.row_weight) require_aligned(a.row_weight, 4, "cuda", "row_weight", "read as fp32");
+  require_aligned(a.out, 4, "cuda", s.out_name(), "two 16-bit values are stored as one 32-bit word");
+  if (a.partial) require_aligned(a.partial, 8, "cuda", "the split-K workspace", "partials are float2");
+}
+
+std::shared_ptr<const Plan> plan(const GmmSpec& s, const Config& c, std::int64_t rows, int max_ctas) {
+  auto p = std::make_shared<Plan>();
+  KernelArgs& a = p->args;
+  a = plan_args(s, c, rows);
   a.max_ctas = max_ctas;
   if (rows == 0) return p;  // nothing to launch
   a.sm_count = cached_sm_count(launch_device());
@@ -151,26 +181,7 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
   }
   if (R == 0) return;
   KernelArgs a = planned->args;
-  a.act = act.as<const std::uint16_t>();
-  a.weight = need(in, s.weight_name()).as<const std::uint16_t>();
-  a.offsets = need(in, "offsets").as<const std::int32_t>();
-  a.row_weight = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;
-  a.out = need(out, s.out_name()).as<std::uint16_t>();
-  if (c.split > 1) {
-    const std::size_t need_ws = static_cast<std::size_t>(c.split) * static_cast<std::size_t>(R) *
-                                static_cast<std::size_t>(s.n_w()) * sizeof(float);
-    if (!workspace || ws_bytes < need_ws)
-      throw Error("gmm cuda: split_k=" + std::to_string(c.split) + " needs " + std::to_string(need_ws) +
-                  " bytes of workspace for " + std::to_string(R) + " rows, got " + std::to_string(ws_bytes));
-    a.partial = static_cast<float*>(workspace);
-  }
-  // What the kernels' accesses assume, checked before anything is launched.
-  require_aligned(a.act, 16, "cuda", s.act_name(), "cp.async copies 16 bytes");
-  require_aligned(a.weight, 16, "cuda", s.weight_name(), "cp.async copies 16 bytes");
-  require_aligned(a.offsets, 4, "cuda", "offsets", "read as int32");
-  if (a.row_weight) require_aligned(a.row_weight, 4, "cuda", "row_weight", "read as fp32");
-  require_aligned(a.out, 4, "cuda", s.out_name(), "two 16-bit values are stored as one 32-bit word");
-  if (a.partial) require_aligned(a.partial, 8, "cuda", "the split-K workspace", "partials are float2");
+  bind_tensors(a, s, c, in, out, workspace, ws_bytes);
   for (const PlannedLaunch& l : planned->launches) launch_planned(l, a, stream);
 }
 

@@ -101,6 +101,11 @@ struct Plan : LaunchPlan {
   KernelArgs args;                      // shape fields; run() fills the pointers per call
   std::vector<PlannedLaunch> launches;  // the kernel, then split-K's finalize
 };
+// The shape fields of a config's KernelArgs for `rows` (no device query); Error when invalid.
+KernelArgs plan_args(const GmmSpec& s, const Config& c, std::int64_t rows);
+// Points `a` at the call's tensors (and split-K's partials in the workspace).
+void bind_tensors(KernelArgs& a, const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
+                  void* workspace, std::size_t workspace_bytes);
 std::shared_ptr<const Plan> plan(const GmmSpec& s, const Config& c, std::int64_t rows, int max_ctas = 0);
 // Runs on device pointers (the backend's run, and the tests with max_ctas). With `planned`
 // (from plan() for these rows) it only launches; without, it plans first.

@@ -2,6 +2,7 @@
 
 #include "common/problem_params.hpp"
 #include "gmm/detail.hpp"
+#include "gmm/emu.hpp"
 #include "moe/error.hpp"
 
 namespace moe {
@@ -124,6 +125,7 @@ const FamilyDesc& gmm_family() {
     };
     f.backends.push_back(gmm::cpu_backend());
     f.backends.push_back(gmm::cuda_backend());
+    f.backends.push_back(gmm::emu_backend());
     return f;
   }();
   return d;

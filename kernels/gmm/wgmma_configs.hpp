@@ -49,6 +49,14 @@ struct SetupArgs {
   GroupArrays g;
 };
 
+// The setup and silu kernels' grid for `items` (experts; rows x I/8): grid-stride loops, so a
+// grid this size covers the largest problems in a few passes and stays fixed, and a call never
+// asks the device anything. 256 threads a block (kWgmmaThreads).
+inline unsigned blocks_for(long long items) {
+  const long long b = (items + 255) / 256;
+  return static_cast<unsigned>(b < 1 ? 1 : b > 1024 ? 1024 : b);
+}
+
 // silu(gate) * up over the gate|up rows the up GEMM wrote: h[r, j] = silu(gu[r, j]) * gu[r, I + j]
 // for every row of an expert (rows past offsets[E] are not the stage's), 8 elements a thread.
 struct SiluArgs {

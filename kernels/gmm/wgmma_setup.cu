@@ -8,16 +8,6 @@
 
 namespace moe::gmm::wgmma {
 
-namespace {
-// Grid-stride loops: a grid this size covers the largest problems in a few passes and stays
-// fixed, so a call never asks the device anything.
-constexpr unsigned kMaxBlocks = 1024;
-
-unsigned blocks_for(long long items) {
-  return static_cast<unsigned>(std::clamp<long long>((items + cuda::kWgmmaThreads - 1) / cuda::kWgmmaThreads, 1, kMaxBlocks));
-}
-}  // namespace
-
 void launch_setup(const SetupArgs& a, void* stream) {
   if (a.experts == 0) return;
   SetupArgs args = a;

@@ -4,6 +4,7 @@
 #include "common/routing_gen.hpp"
 #include "router/cpu.hpp"
 #include "router/cuda.hpp"
+#include "router/emu.hpp"
 #include "router/reference.hpp"
 #include "router/spec.hpp"
 #include "router/validate.hpp"
@@ -85,7 +86,7 @@ const FamilyDesc& router_family() {
     };
     f.cost = cost;
     f.estimate = [](const Params& p) { return cost(p, TensorMap{}); };
-    f.backends = {router::cpu_backend(), router::cuda_backend()};
+    f.backends = {router::cpu_backend(), router::cuda_backend(), router::emu_backend()};
     return f;
   }();
   return d;

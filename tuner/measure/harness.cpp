@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 
+#include "common/emu_backend.hpp"
 #include "moe/error.hpp"
 #include "tuner/problem/given_inputs.hpp"
 #include "tuner/measure/memory_check.hpp"
@@ -42,29 +44,68 @@ Params complete_config(const FamilyDesc& f, Backend b, const Params& problem, co
   return full;
 }
 
-Outcome run_cpu(const Prepared& p, const Params& config, int threads, int repeats) {
-  const BackendImpl& impl = p.family->need_backend(Backend::cpu);
+namespace {
+
+// Host backends (cpu, emu): outputs poisoned, the backend's workspace on the host.
+struct HostRun {
+  const BackendImpl& impl;
   Outcome o;
-  o.outputs = allocate(p.output_specs);
-  for (auto& [k, t] : o.outputs) poison_host(t.ref());
-  TensorMap& in = const_cast<TensorMap&>(p.inputs);  // backends read inputs only
-  std::vector<std::byte> ws(impl.workspace_bytes ? impl.workspace_bytes(p.problem, config) : 0);
+  std::vector<std::byte> ws;
   LaunchContext ctx;
-  ctx.threads = threads;
-  ctx.workspace = ws.data();
-  ctx.workspace_bytes = ws.size();
+  HostRun(const Prepared& p, Backend b, const Params& config, int threads) : impl(p.family->need_backend(b)) {
+    o.outputs = allocate(p.output_specs);
+    for (auto& [k, t] : o.outputs) poison_host(t.ref());
+    // Emulated kernels get a poisoned workspace (NaN floats), as outputs are: a read before a write shows.
+    ws.resize(impl.workspace_bytes ? impl.workspace_bytes(p.problem, config) : 0,
+              b == Backend::emu ? std::byte{0xFF} : std::byte{0});
+    ctx.threads = threads;
+    ctx.workspace = ws.data();
+    ctx.workspace_bytes = ws.size();
+  }
+  void run(const Prepared& p, const Params& config) {
+    TensorMap& in = const_cast<TensorMap&>(p.inputs);  // backends read inputs only
+    impl.run(p.problem, config, refs(in), refs(o.outputs), ctx);
+  }
+};
+
+}  // namespace
+
+Outcome run_cpu(const Prepared& p, const Params& config, int threads, int repeats) {
+  HostRun h(p, Backend::cpu, config, threads);
   for (int r = 0; r < std::max(repeats, 1); ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    impl.run(p.problem, config, refs(in), refs(o.outputs), ctx);
+    h.run(p, config);
     const auto t1 = std::chrono::steady_clock::now();
-    o.times_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-    if (r == 0) o.validation = p.family->validate(p.problem, p.inputs, o.outputs, p.reference);
+    h.o.times_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    if (r == 0) h.o.validation = p.family->validate(p.problem, p.inputs, h.o.outputs, p.reference);
   }
-  return o;
+  return std::move(h.o);
+}
+
+Outcome run_emu(const Prepared& p, const Params& config) {
+  HostRun h(p, Backend::emu, config, 1);
+  try {
+    h.run(p, config);
+  } catch (const EmuFault& e) {
+    Check c;
+    c.tensor = "(emulator)";
+    c.ok = false;
+    c.detail = e.what();
+    h.o.validation.ok = false;
+    h.o.validation.checks.push_back(c);
+    return std::move(h.o);
+  }
+  h.o.validation = p.family->validate(p.problem, p.inputs, h.o.outputs, p.reference);
+  if (h.impl.not_emulated) h.o.not_emulated = h.impl.not_emulated(p.problem, config);
+  return std::move(h.o);
 }
 
 Outcome run_backend(const Prepared& p, Backend b, const Params& config, const DeviceInfo& dev, int repeats) {
-  return b == Backend::cpu ? run_cpu(p, config, dev.threads, repeats) : run_cuda(p, config, dev, repeats);
+  switch (b) {
+    case Backend::cpu: return run_cpu(p, config, dev.threads, repeats);
+    case Backend::emu: return run_emu(p, config);
+    default: return run_cuda(p, config, dev, repeats);
+  }
 }
 
 }  // namespace moe::tuner

@@ -23,7 +23,9 @@ Prepared prepare(const FamilyDesc& f, const Params& problem, const InputOptions&
 struct Outcome {
   TensorMap outputs;
   Validation validation;
-  std::vector<double> times_us;  // one per repeat, kernel only (steady clock / CUDA events)
+  std::vector<double> times_us;  // one per repeat, kernel only (steady clock / CUDA events); none on emu
+  // emu: why the config's main kernel did not run emulated (the rest of it did, and was checked).
+  std::string not_emulated;
 };
 
 // Checks the config is complete and valid for the problem (Error otherwise) and returns it completed.
@@ -32,6 +34,10 @@ Params complete_config(const FamilyDesc& f, Backend b, const Params& problem, co
 
 // Host execution on the cpu backend: outputs poisoned, run, validated against the reference.
 Outcome run_cpu(const Prepared& p, const Params& config, int threads, int repeats = 1);
+
+// The emu backend: the cuda kernel sources run by the SIMT emulator on host tensors, once, and
+// validated; no times. A kernel that faults under the emulator fails validation, saying how.
+Outcome run_emu(const Prepared& p, const Params& config);
 
 // Device execution: inputs copied to device `dev.ordinal`, outputs poisoned there, one run,
 // synchronised, copied back and validated. Errors (no device, launch failure) throw.

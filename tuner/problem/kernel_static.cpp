@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/emu_backend.hpp"
 #include "gmm/cuda_configs.hpp"
 #include "gmm/wgmma_configs.hpp"
 #include "moe/family.hpp"
@@ -13,12 +14,9 @@
 namespace moe::tuner {
 
 DeviceInfo described_hopper(const std::string& name) {
-  DeviceInfo d;
+  DeviceInfo d = emu_device_info();  // the H100 the emu backend describes, as a cuda device
   d.backend = Backend::cuda;
   d.name = name;
-  d.sm_count = 132;
-  d.cc_major = 9;
-  d.smem_optin = 227 * 1024;
   return d;
 }
 

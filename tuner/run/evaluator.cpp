@@ -142,6 +142,12 @@ json WorkerEvaluator::run(Candidate& c, int round, const StopRule& rule, double 
       line["phase"] = "validate";
       return line;
     }
+    // emu validates only: the record carries the validation and no times.
+    if (o.backend == Backend::emu) {
+      line["status"] = r.body.contains("not_emulated") ? "not emulated" : "ok";
+      if (r.body.contains("not_emulated")) line["error"] = r.body["not_emulated"];
+      return line;
+    }
   }
   const json req = {{"op", "measure"},
                     {"config", params_to_json(run_config(c))},

@@ -8,10 +8,12 @@
 #include <set>
 #include <thread>
 
+#include "common/emu_backend.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
 #include "tuner/base/file_lock.hpp"
+#include "tuner/measure/emu_time.hpp"
 #include "tuner/run/evaluator.hpp"
 #include "tuner/run/resume.hpp"
 #include "tuner/base/interrupt.hpp"
@@ -265,7 +267,9 @@ json make_meta(SweepState& s, const JournalContents& jc, double wall_s) {
                {"watchdog_s", o.watchdog_s},
                {"fingerprint", s.plan.fingerprint},
                {"timer",
-                {{"mode", o.backend == Backend::cpu ? std::string("steady_clock") : std::string(timer_mode_name(o.timer))},
+                {{"mode", o.backend == Backend::cpu   ? std::string("steady_clock")
+                          : o.backend == Backend::emu ? std::string("none")
+                                                      : std::string(timer_mode_name(o.timer))},
                  {"used", used},
                  {"notes", notes}}},
                {"copy_bw_gbps", copy_bw},
@@ -329,9 +333,15 @@ SweepOutcome run_sweep(const SweepOptions& o) {
         throw Error("--devices mixes GPU models (" + s.dev.name + ", " + cuda_device_info(d).name +
                     "): tables are per model, so sweep each model separately");
   } else {
-    s.dev = cpu_device_info(o.threads);
+    s.dev = o.backend == Backend::emu ? emu_device_info() : cpu_device_info(o.threads);
   }
+  if (o.backend == Backend::emu && !o.tables_dir.empty())
+    throw Error("the emu backend validates and does not time, so it writes no tables: leave --tables out (or use none)");
   s.plan = make_plan(o.units, o.tokens, o.backend, s.dev, o.space);
+  // Refused before anything runs: an emulated config at a prefill shape takes hours.
+  if (o.backend == Backend::emu)
+    for (const PlanPoint& p : s.plan.points)
+      if (p.skip.empty()) check_emu_time(*p.family, p.problem);
   std::vector<double> costs;
   for (const PlanPoint& p : s.plan.points) costs.push_back(p.estimate_s);
   s.mine = shard_points(costs, o.shard.index, o.shard.count);

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "io/npy.hpp"
+#include "common/emu_backend.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "tuner/measure/cupti_timer.hpp"
@@ -99,7 +100,9 @@ class Worker {
     family_ = &resolve_(req.at("family").get<std::string>());
     backend_ = parse_backend(req.value("backend", "cpu"));
     threads_ = req.value("threads", 0);
-    dev_ = backend_ == Backend::cuda ? cuda_device_info(req.value("device", 0)) : cpu_device_info(threads_);
+    dev_ = backend_ == Backend::cuda  ? cuda_device_info(req.value("device", 0))
+           : backend_ == Backend::emu ? emu_device_info()
+                                      : cpu_device_info(threads_);
     if (backend_ == Backend::cuda) pci_ = cuda_pci_bus_id(dev_.ordinal);
     problem_ = params_from_json(req.at("problem"), "problem");
     opt_ = InputOptions{};
@@ -170,6 +173,7 @@ class Worker {
               {"validation", to_json(out.validation)},
               {"validate_s", seconds_since(t0)}};
     if (!out.times_us.empty()) r["call_us"] = out.times_us.front();
+    if (!out.not_emulated.empty()) r["not_emulated"] = out.not_emulated;
     if (!out.validation.ok && !save_invalid_.empty())
       r["saved"] = save_invalid_case(save_invalid_, p, out.outputs, backend_, config, dev_.ordinal);
     return r;

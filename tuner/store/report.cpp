@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
 #include <vector>
 
 #include "tuner/base/units.hpp"
@@ -104,10 +105,55 @@ std::string axis_tables(const json& results) {
   return md;
 }
 
+// The emu backend validates the cuda kernel sources and times nothing: per point, how many
+// configs passed, failed or could not be emulated.
+std::string emu_summary(const json& results) {
+  const json& meta = results.value("meta", json::object());
+  std::string md = fmt::format("# moebench sweep on {} (emu)\n\n", meta.value("device", "?"));
+  int ok = 0, not_emulated = 0, bad = 0, space = 0;
+  for (auto& p : results["points"]) {
+    ok += p.value("validated", 0);
+    not_emulated += p.value("not_emulated", 0);
+    bad += p.value("not_usable", 0);
+    space += p.value("total", 0);
+  }
+  md += fmt::format("- wall time {}; {} of {} configs validated against the reference under the SIMT emulator, {} not "
+                    "emulated, {} not usable\n",
+                    human_duration(meta.value("wall_s", 0.0)), ok, space, not_emulated, bad);
+  md += "- validation only: the emu backend times nothing (every record's times are null) and writes no config tables\n";
+  std::set<std::string> why;
+  for (auto& r : results["records"])
+    if (r.value("status", "") == "not emulated") why.insert(r.value("error", ""));
+  for (auto& w : why) md += "- not emulated: " + w + "\n";
+  if (meta.contains("skipped") && !meta["skipped"].empty())
+    for (auto& s : meta["skipped"]) md += "- skipped: " + s.get<std::string>() + "\n";
+  std::string last;
+  for (auto& p : results["points"]) {
+    const std::string k = p.value("kernel", "") + "  " + p.value("problem_key", "");
+    if (k != last) {
+      md += "\n## " + k + "\n\n| tokens | validated | not emulated | not usable |\n|---:|---:|---:|---:|\n";
+      last = k;
+    }
+    md += fmt::format("| {} | {}/{} | {} | {}{} |\n", p.value("tokens", 0), p.value("validated", 0), p.value("total", 0),
+                      p.value("not_emulated", 0), p.value("not_usable", 0),
+                      p.contains("error") ? " (error: " + p["error"].get<std::string>() + ")" : std::string());
+  }
+  std::string failing;
+  for (auto& r : results["records"]) {
+    const std::string st = r.value("status", "");
+    if (st == "ok" || st == "not emulated") continue;
+    failing += fmt::format("- {} tokens={} {}: {} {}\n", r.value("kernel", ""), r.value("tokens", 0),
+                           r.value("config_key", ""), st, r.value("error", ""));
+  }
+  if (!failing.empty()) md += "\n## configs that failed\n\n" + failing;
+  return md;
+}
+
 }  // namespace
 
 std::string markdown_summary(const json& results, std::size_t config_width) {
   const json& meta = results.value("meta", json::object());
+  if (meta.value("backend", "") == "emu") return emu_summary(results);
   std::string md;
   std::string timer;
   if (meta.contains("timer")) {

@@ -70,6 +70,8 @@ json build_results(const JournalContents& jr, const json& meta) {
   // On the cpu backend a problem that fits in cache moves faster than the host's memory copy
   // (dispatch reached 480%), so that ratio is no fraction of any peak: GB/s only there.
   const double peak = h.value("backend", "") == "cpu" ? 0.0 : meta.value("copy_bw_gbps", 0.0);
+  // emu validates only: its records have no times (null), its points no winner.
+  const bool emu = h.value("backend", "") == "emu";
   json records = json::array();
   std::map<std::string, std::map<std::string, json>> by_point;  // point -> config_key -> record
   for (auto& [k, a] : acc) {
@@ -95,7 +97,7 @@ json build_results(const JournalContents& jr, const json& meta) {
     if (!a.error.empty()) r["error"] = a.error;
     r["validation"] = a.validation;
     const Stats st = summarize(a.samples);
-    r["stats"] = to_json(st);
+    r["stats"] = emu ? json(nullptr) : to_json(st);
     r["rounds"] = a.rounds;
     r["early_stop"] = a.early_stop;
     r["stop_reason"] = a.reason;
@@ -137,10 +139,18 @@ json build_results(const JournalContents& jr, const json& meta) {
     if (pl.contains("skipped")) p["skipped"] = pl["skipped"];
     auto& recs = by_point[pkey];
     // "evaluated" counts every candidate the search tried; only those that ran correctly were timed.
-    int timed = 0;
-    for (auto& [ck, r] : recs) timed += r.value("status", "") == "ok" ? 1 : 0;
-    p["timed"] = timed;
-    p["not_usable"] = std::max(0, p["evaluated"].get<int>() - timed);
+    int ok = 0, not_emulated = 0;
+    for (auto& [ck, r] : recs) {
+      ok += r.value("status", "") == "ok" ? 1 : 0;
+      not_emulated += r.value("status", "") == "not emulated" ? 1 : 0;
+    }
+    p[emu ? "validated" : "timed"] = ok;
+    if (emu) p["not_emulated"] = not_emulated;
+    p["not_usable"] = std::max(0, p["evaluated"].get<int>() - ok - not_emulated);
+    if (emu) {
+      points.push_back(std::move(p));
+      continue;
+    }
     auto rec = [&](const char* k) -> const json* {
       const std::string ck = pl.value(k, json()).is_string() ? pl[k].get<std::string>() : "";
       auto it = recs.find(ck);
@@ -283,7 +293,7 @@ std::string results_csv(const json& results) {
   os << "kernel,backend,problem,tokens,config,is_default,status,n,min_us,q1_us,median_us,q3_us,max_us,mean_us,stdev_us,"
         "noise,gbps,tflops,pct_peak,early_stop,error\n";
   for (auto& r : results["records"]) {
-    const json& s = r.value("stats", json::object());
+    const json s = r.contains("stats") && r["stats"].is_object() ? r["stats"] : json::object();  // null on emu
     auto num = [&](const json& j, const char* k) {
       std::ostringstream o;
       o.precision(9);

@@ -15,7 +15,9 @@
 
 namespace moe {
 
-enum class Backend { cpu, cuda };
+// emu: the cuda backend's kernel sources run on the CPU by the SIMT emulator (emu/), validated
+// only: no timing.
+enum class Backend { cpu, cuda, emu };
 std::string_view backend_name(Backend b);
 Backend parse_backend(std::string_view s);
 
@@ -114,6 +116,12 @@ struct BackendImpl {
   std::function<Params(const Params& problem, const Params& config, const DeviceInfo&,
                        const std::vector<std::string>& table_dirs, bool quiet)>
       pin_config;
+  // emu only: why this config's main kernel cannot run under the emulator (empty: it runs). Such
+  // a config still runs the kernels it can and is validated, with a stand-in for the rest.
+  std::function<std::string(const Params& problem, const Params& config)> not_emulated;
+  // emu only: how fast the emulator gets through a problem's estimated cost (FamilyDesc::estimate)
+  // on one core, so that shapes that would take minutes are refused before they start.
+  double emu_bytes_per_s = 0, emu_flops_per_s = 0;
 };
 
 struct FamilyDesc {

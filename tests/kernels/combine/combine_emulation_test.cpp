@@ -1,16 +1,15 @@
-// The combine cuda kernel (kernels/combine/cuda_kernel.cuh) run on the cpu under the simt
-// emulator: every config of the full space, both layouts, every dtype and output dtype, with
-// and without the rmsnorm epilogue, validated against the reference by the family's own
+// The combine cuda kernel (kernels/combine/cuda_kernel.cuh) run on the cpu by the emu backend
+// (kernels/combine/emu.cpp: the cuda backend's host half, the kernel under the simt emulator):
+// every config of the full space, both layouts, every dtype and output dtype, with and without
+// the rmsnorm epilogue, validated against the reference by the family's own
 // check. The inputs carry NaN in every row a skipped slot points at, so a kernel that
 // multiplies instead of selecting fails here too. tests/gpu/dispatch_combine_gpu_test.cpp
 // checks the real thing.
 #include "support/described_devices.hpp"
-#include "emu/simt_cuda.hpp"  // first: the kernel header below compiles against its CUDA names
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "combine/cuda_kernel.cuh"
 #include "combine/family.hpp"
 #include "combine/spec.hpp"
 #include "tuner/measure/harness.hpp"
@@ -19,58 +18,12 @@ namespace {
 
 using namespace moe;
 using moe::testing::described_h100;
-namespace cd = moe::combine_cuda::detail;
 
-// The instantiation cuda_{bf16,f16,f32}.cu would launch for this problem and config.
-cd::Kernel pick(const CombineSpec& s, const combine_cuda::Config& c) {
-  const bool f32_out = s.out_dtype == DType::f32;
-  auto by_epilogue = [&](auto tin, auto tout) {
-    using Tin = decltype(tin);
-    using Tout = decltype(tout);
-    return s.rmsnorm ? cd::find_kernel<Tin, Tout, true>(c) : cd::find_kernel<Tin, Tout, false>(c);
-  };
-  switch (s.dtype) {
-    case DType::bf16:
-      return f32_out ? by_epilogue(__nv_bfloat16{}, float{}) : by_epilogue(__nv_bfloat16{}, __nv_bfloat16{});
-    case DType::f16:
-      return f32_out ? by_epilogue(__half{}, float{}) : by_epilogue(__half{}, __half{});
-    default:
-      return by_epilogue(float{}, float{});
-  }
-}
-
-// Runs the emulated kernel as cuda.cpp and cuda_launch.cuh would; empty when it validates.
-std::string check(const tuner::Prepared& p, const Params& config, std::uint32_t seed) {
-  const CombineSpec s = CombineSpec::parse(p.problem);
-  combine_cuda::Config c;
-  c.threads = static_cast<int>(config.i("threads"));
-  c.tokens_per_cta = static_cast<int>(config.i("tokens_per_cta"));
-  c.vec = static_cast<int>(config.i("vec"));
-  const std::string what = p.problem.str() + " | " + config.str() + ": ";
-  const cd::Kernel k = pick(s, c);
-  if (!k) return what + "no instantiation\n";
-  TensorMap out = allocate(p.output_specs);
-  for (auto& [n, t] : out) poison_host(t.ref());
-  const Tensor& y = p.inputs.at(s.dense ? "y" : "y_sorted");
-  const cd::Dev d{y.raw(),
-                  s.dense ? nullptr : p.inputs.at("dst").data<std::int32_t>(),
-                  p.inputs.at("weights").data<float>(),
-                  s.rmsnorm ? p.inputs.at("residual").raw() : nullptr,
-                  s.rmsnorm ? p.inputs.at("gamma").raw() : nullptr,
-                  out.at("out").raw(),
-                  s.rmsnorm ? out.at("residual_out").raw() : nullptr,
-                  s.T,
-                  s.D,
-                  s.dense ? s.slots() : y.shape()[0],
-                  static_cast<int>(s.K),
-                  static_cast<float>(s.eps)};
-  try {
-    simt::launch((s.T + c.tokens_per_cta - 1) / c.tokens_per_cta, c.threads, 0, [&] { k(d, c.tokens_per_cta); }, seed);
-  } catch (const std::exception& e) {
-    return what + e.what() + "\n";
-  }
-  const Validation v = combine_family().validate(p.problem, p.inputs, out, p.reference);
-  return v.ok ? std::string() : what + v.summary() + "\n";
+// One config through the emu backend (the cuda backend's host half, the kernel emulated);
+// empty when it validates.
+std::string check(const tuner::Prepared& p, const Params& config) {
+  const tuner::Outcome o = tuner::run_emu(p, config);
+  return o.validation.ok ? std::string() : p.problem.str() + " | " + config.str() + ": " + o.validation.summary() + "\n";
 }
 
 Params problem(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t S, std::int64_t D, const std::string& dtype,
@@ -93,10 +46,9 @@ std::string check_space(const Params& pr, std::uint64_t seed) {
   o.seed = seed;
   const tuner::Prepared p = tuner::prepare(combine_family(), full, o);
   std::string fails;
-  const auto configs = combine_family().need_backend(Backend::cuda).space(full, described_h100(), true);
+  const auto configs = combine_family().need_backend(Backend::emu).space(full, described_h100(), true);
   if (configs.empty()) return full.str() + ": empty space\n";
-  std::uint32_t run = 0;
-  for (const Params& c : configs) fails += check(p, c, ++run);
+  for (const Params& c : configs) fails += check(p, c);
   return fails;
 }
 

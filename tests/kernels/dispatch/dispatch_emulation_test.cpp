@@ -13,10 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "common/emu_backend.hpp"
 #include "common/rng.hpp"
 #include "dispatch/cuda_align_kernels.cuh"
 #include "dispatch/cuda_gather_kernels.cuh"
 #include "dispatch/plan.hpp"
+#include "moe/family.hpp"
+#include "tuner/measure/harness.hpp"
 
 namespace {
 
@@ -247,6 +250,29 @@ TEST(DispatchEmulation, EveryGatherCopiesRowsAndZeroesPadding) {
               }
       EXPECT_EQ(fails, "");
     }
+}
+
+// ---- the emu backend
+
+TEST(DispatchEmulation, EveryConfigThroughTheEmuBackend) {
+  // What `moebench sweep dispatch --backend emu --space full` runs: every config of the cuda
+  // space for an H100 (both aligners, both gather orders), through the harness against the
+  // reference, with a shared expert, a local expert range and block padding.
+  const Params problem{{"tokens", std::int64_t{37}}, {"experts", std::int64_t{24}}, {"topk", std::int64_t{3}},
+                       {"shared", std::int64_t{1}},  {"hidden", std::int64_t{40}}, {"align", std::int64_t{8}},
+                       {"expert_begin", std::int64_t{6}}, {"expert_end", std::int64_t{19}}};
+  const FamilyDesc& f = family("dispatch");
+  InputOptions o;
+  o.seed = 23;
+  const tuner::Prepared p = tuner::prepare(f, complete(f.problem_params, problem, "test"), o);
+  const auto space = f.need_backend(Backend::emu).space(p.problem, emu_device_info(), true);
+  ASSERT_GT(space.size(), 8u);
+  std::string fails;
+  for (const Params& c : space) {
+    const tuner::Outcome out = tuner::run_emu(p, c);
+    if (!out.validation.ok) fails += c.str() + ": " + out.validation.summary() + "\n";
+  }
+  EXPECT_EQ(fails, "");
 }
 
 }  // namespace

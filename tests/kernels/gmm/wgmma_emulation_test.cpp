@@ -1,6 +1,7 @@
 // The wgmma path's own kernels (kernels/gmm/wgmma_kernels.cuh: the setup kernel that writes the
 // grouped GEMM's per-expert shapes, pointers and strides from `offsets`, and the silu*up
-// pass) compiled against emulated primitives and run on the simt emulator. The grouped GEMM
+// pass) compiled against emulated primitives (kernels/gmm/emu_primitives.hpp) and run on the
+// simt emulator, as the emu backend runs them. The grouped GEMM
 // itself is CUTLASS's; here a plain loop plays it, reading only what the setup kernel wrote,
 // so a wrong row range, pointer, stride or routed-weight column fails the family's validation.
 // tests/gpu/gmm_gpu_test.cpp checks the real kernels; tests/kernels/gmm/wgmma_sass_test.cpp their code.
@@ -15,60 +16,17 @@
 #include "support/gmm_problems.hpp"
 #include "moe/dtype.hpp"
 #include "moe/family.hpp"
+#include "common/emu_backend.hpp"
 #include "emu/simt_emulator.hpp"
+#include "gmm/emu.hpp"
+#include "gmm/emu_primitives.hpp"
 #include "tuner/measure/harness.hpp"
-
-// ---- the primitives wgmma_kernels.cuh reads, emulated
-
-#define GMM_EMULATED_PRIMITIVES 1
-#define GMM_KERNEL_NAMESPACE wg_emulated
-#define GMM_DEVICE inline
-#define GMM_KERNEL(threads) void
-
-namespace moe::gmm::wg_emulated {
-
-inline int max(int a, int b) { return a > b ? a : b; }
-inline int thread_x() { return simt::thread(); }
-inline long long block_x() { return simt::block(); }
-inline long long grid_x() { return simt::grid(); }
-template <class T>
-T ldg(const T* p) {
-  return *p;
-}
-inline float exp_fast(float x) { return std::exp(x); }
-template <bool BF16>
-std::uint32_t pack2(float lo, float hi) {
-  const std::uint32_t l = BF16 ? moe::float_to_bf16(lo) : moe::float_to_f16(lo);
-  const std::uint32_t h = BF16 ? moe::float_to_bf16(hi) : moe::float_to_f16(hi);
-  return l | (h << 16);
-}
-struct Vec8 {
-  std::uint16_t v[8];
-};
-inline Vec8 load_vec8(const std::uint16_t* p) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 16) simt::fault("misaligned 16-byte load");
-  Vec8 r;
-  std::memcpy(r.v, p, 16);
-  return r;
-}
-inline void store_vec8(std::uint16_t* p, const Vec8& v) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 16) simt::fault("misaligned 16-byte store");
-  std::memcpy(p, v.v, 16);
-}
-template <bool BF16>
-float to_f32(std::uint16_t bits) {
-  return BF16 ? moe::bf16_to_float(bits) : moe::f16_to_float(bits);
-}
-
-}  // namespace moe::gmm::wg_emulated
-
-#include "gmm/wgmma_kernels.cuh"
 
 namespace moe {
 namespace {
 
 using testing::gmm_problem;
-namespace emu = gmm::wg_emulated;
+namespace emu = gmm::emulated;
 
 std::string run_grid(int threads, long long grid, std::uint32_t seed, const std::function<void()>& body) {
   try {
@@ -104,28 +62,9 @@ std::string run_setup(const gmm::wgmma::SetupArgs& a, long long grid, std::uint3
   return run_grid(emu::kWgmmaThreads, grid, seed, [&] { emu::wgmma_setup_kernel(a); });
 }
 
-// What CUTLASS does with the arrays: D[e] = A[e] * B[e]^T (row m of the expert scaled by its
-// routed weight when the plan has them), fp32 accumulation, rounded to the dtype.
-void grouped_gemm_on_host(const gmm::wgmma::GroupArrays& g, int experts, bool bf16, bool row_weight) {
-  for (int e = 0; e < experts; ++e) {
-    const int M = g.problems[3 * e], N = g.problems[3 * e + 1], K = g.problems[3 * e + 2];
-    const auto* A = static_cast<const std::uint16_t*>(g.a[e]);
-    const auto* B = static_cast<const std::uint16_t*>(g.b[e]);
-    auto* D = static_cast<std::uint16_t*>(g.d[e]);
-    for (int m = 0; m < M; ++m)
-      for (int n = 0; n < N; ++n) {
-        float acc = 0;
-        for (int k = 0; k < K; ++k)
-          acc += bf16 ? emu::to_f32<true>(A[m * g.lda[e] + k]) * emu::to_f32<true>(B[n * g.ldb[e] + k])
-                      : emu::to_f32<false>(A[m * g.lda[e] + k]) * emu::to_f32<false>(B[n * g.ldb[e] + k]);
-        if (row_weight) acc *= g.row_weight[e][m];
-        D[m * g.ldd[e] + n] = bf16 ? moe::float_to_bf16(acc) : moe::float_to_f16(acc);
-      }
-  }
-}
-
-// The whole wgmma call with CUTLASS played on the host: setup, grouped GEMM, silu*up for up.
-// Returns the emulator's complaint, or the family's validation summary when it fails.
+// The whole wgmma call as the emu backend runs it (gmm::emu::run_wgmma: setup and silu*up
+// emulated, CUTLASS's GEMM played on the host from the arrays the setup kernel wrote). Returns
+// the emulator's complaint, or the family's validation summary when it fails.
 std::string check_stage(const Params& problem, TensorMap given, std::uint64_t seed, long long grid) {
   InputOptions o;
   o.seed = seed;
@@ -133,40 +72,10 @@ std::string check_stage(const Params& problem, TensorMap given, std::uint64_t se
   const GmmSpec s = GmmSpec::parse(p.problem);
   TensorMap out = allocate(p.output_specs);
   for (auto& [n, t] : out) poison_host(t.ref());
-  const Tensor& act = p.inputs.at(s.act_name());
-  const auto R = act.shape()[0];
-  const bool bf16 = s.dtype == DType::bf16;
-  // up: the GEMM's gate|up rows, poisoned like the workspace a GPU hands over.
-  Tensor gu(s.dtype, {std::max<std::int64_t>(R, 1), s.n_w()});
-  poison_host(gu.ref());
-  Arrays arr(static_cast<std::size_t>(s.e_local()));
-  gmm::wgmma::SetupArgs a;
-  a.act = act.data<std::uint16_t>();
-  a.weight = p.inputs.at(s.weight_name()).data<std::uint16_t>();
-  a.offsets = p.inputs.at("offsets").data<std::int32_t>();
-  a.row_weight = s.routed_weight ? p.inputs.at("row_weight").data<float>() : nullptr;
-  std::uint16_t* dst = out.at(s.out_name()).data<std::uint16_t>();
-  a.out = s.down ? dst : gu.data<std::uint16_t>();
-  a.rows = static_cast<int>(R);
-  a.n = static_cast<int>(s.n_w());
-  a.k = static_cast<int>(s.k_dim());
-  a.experts = static_cast<int>(s.e_local());
-  a.g = arr.view();
-  std::string err = run_setup(a, grid);
-  if (!err.empty()) return "setup: " + err;
-  grouped_gemm_on_host(a.g, a.experts, bf16, s.routed_weight);
-  if (!s.down) {
-    gmm::wgmma::SiluArgs si;
-    si.gu = gu.data<std::uint16_t>();
-    si.offsets = a.offsets;
-    si.h = dst;
-    si.rows = a.rows;
-    si.inter = static_cast<int>(s.intermediate);
-    si.experts = a.experts;
-    err = run_grid(emu::kWgmmaThreads, grid, 5, [&] {
-      bf16 ? emu::wgmma_silu_kernel<true>(si) : emu::wgmma_silu_kernel<false>(si);
-    });
-    if (!err.empty()) return "silu: " + err;
+  try {
+    gmm::emu::run_wgmma(s, refs(const_cast<TensorMap&>(p.inputs)), refs(out), grid);
+  } catch (const EmuFault& e) {
+    return e.what();
   }
   const Validation v = gmm_family().validate(p.problem, p.inputs, out, p.reference);
   return v.ok ? std::string() : p.problem.str() + ": " + v.summary();

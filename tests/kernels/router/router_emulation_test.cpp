@@ -1,5 +1,6 @@
 // The cuda router's row algorithm (kernels/router/cuda_row.hpp) run on the host under the
-// simt emulator (simt_emulator.hpp): 32 lanes as fibers that meet at every shuffle/reduction. Every
+// simt emulator by the emu backend's path (router::router_emu): lanes as fibers that meet at
+// every shuffle/reduction. Every
 // compiled kernel shape is checked against the reference on the edge-case matrix, so the
 // layout, group, tie and NaN logic is tested on machines without a GPU. The emulator also
 // fails on divergence: a collective reached by some lanes only, or with different operands.
@@ -17,10 +18,12 @@
 #include <vector>
 
 #include "common/rng.hpp"
+#include "common/emu_backend.hpp"
 #include "common/validate.hpp"
 #include "router/cuda.hpp"
 #include "router/cuda_row.hpp"
 #include "router/cuda_shapes.hpp"
+#include "router/emu.hpp"
 #include "support/router_cases.hpp"
 #include "tuner/measure/harness.hpp"
 
@@ -28,42 +31,12 @@ namespace {
 
 using namespace moe;
 
-constexpr unsigned kFull = 0xffffffffu;
-
-// The Lane interface of cuda_row.hpp on the emulator: DeviceLane's intrinsics, emulated.
-struct HostLane {
-  int lane() const { return simt::lane(); }
-  unsigned xor_u(unsigned v, int off) const { return __shfl_xor_sync(kFull, v, off); }
-  float xor_f(float v, int off) const { return __shfl_xor_sync(kFull, v, off); }
-  unsigned idx_u(unsigned v, int src, int width) const { return __shfl_sync(kFull, v, src, width); }
-  unsigned max_u(unsigned v) const { return __reduce_max_sync(kFull, v); }
-  unsigned min_u(unsigned v) const { return __reduce_min_sync(kFull, v); }
-  void sync() const { __syncwarp(); }
-};
-
-// A "launch" of shape I: every warp of the grid, one after the other (a block of one warp).
-template <int I>
-void emulate_shape(const router::kern::Args& a, long long nwarps) {
-  constexpr router::KernelShape s = router::kShapes[I];
-  simt::launch(nwarps, 32, 0, [&] {
-    HostLane ln;
-    router::kern::RowKernel<s.lanes, s.epl, s.vec, s.esize>::rows(a, ln, simt::block(), nwarps);
-  }, 1);
-}
-
-using EmulateFn = void (*)(const router::kern::Args&, long long);
-template <int... Is>
-constexpr std::array<EmulateFn, sizeof...(Is)> make_table(std::integer_sequence<int, Is...>) {
-  return {&emulate_shape<Is>...};
-}
-const auto kEmulate = make_table(std::make_integer_sequence<int, router::kShapeCount>{});
-
 struct EmuResult {
   TensorMap outputs;
   Validation validation;
 };
 
-EmuResult emulate(const tuner::Prepared& p, const router::CudaConfig& cfg, long long nwarps) {
+EmuResult emulate(const tuner::Prepared& p, const router::CudaConfig& cfg, long long ctas) {
   const RouterSpec sp = RouterSpec::from(p.problem);
   EmuResult r;
   r.outputs = allocate(p.output_specs);
@@ -72,9 +45,8 @@ EmuResult emulate(const tuner::Prepared& p, const router::CudaConfig& cfg, long 
   const auto args = router::make_kernel_args(sp, cfg, p.inputs.at("logits").raw(), bias,
                                              r.outputs.at("weights").data<float>(),
                                              r.outputs.at("ids").data<std::int32_t>());
-  const int shape = router::cuda_shape_index(sp, cfg);
-  EXPECT_GE(shape, 0);
-  kEmulate[shape](args, nwarps);
+  EXPECT_GE(router::cuda_shape_index(sp, cfg), 0);
+  router::router_emu(sp, cfg, args, ctas);
   r.validation = p.family->validate(p.problem, p.inputs, r.outputs, p.reference);
   return r;
 }
@@ -83,8 +55,8 @@ std::string cfg_str(const router::CudaConfig& c) {
   return "lanes=" + std::to_string(c.lanes) + " epl=" + std::to_string(c.epl) + " vec_bytes=" + std::to_string(c.vec_bytes);
 }
 
-// Every compiled shape valid for the case (the emulator has no warps-per-CTA: one per shape),
-// on two warps so the row loop's stride and prefetch run too.
+// Every compiled shape valid for the case (at 4 warps a CTA: warps only size the CTA), on one
+// CTA so the row loop's stride and prefetch run too.
 void check_case(const router_cases::Case& c, const std::string& dtype, std::int64_t T) {
   const Params problem = router_cases::with(c.problem, T, dtype);
   const auto given = router_cases::inputs(problem, c.data, 3);
@@ -96,7 +68,7 @@ void check_case(const router_cases::Case& c, const std::string& dtype, std::int6
   for (const auto& cfg : router::cuda_space(sp, true)) {
     if (cfg.warps != 4) continue;
     SCOPED_TRACE(c.name + " " + dtype + " T=" + std::to_string(T) + " " + cfg_str(cfg));
-    const auto r = emulate(p, cfg, 2);
+    const auto r = emulate(p, cfg, 1);
     EXPECT_TRUE(r.validation.ok) << r.validation.summary();
     // Sigmoid scores are the reference's own float arithmetic here (same libm), and group
     // scores are fp32 sums on both sides: the ids must be identical, not merely near. Tie
@@ -167,12 +139,30 @@ TEST(RouterEmulation, DetectsABrokenKernelArgument) {
   auto args = router::make_kernel_args(sp, cfg, p.inputs.at("logits").raw(), p.inputs.at("bias").data<float>(),
                                        out.at("weights").data<float>(), out.at("ids").data<std::int32_t>());
   args.k = 7;
-  kEmulate[router::cuda_shape_index(sp, cfg)](args, 1);
+  router::router_emu(sp, cfg, args, 1);
   EXPECT_FALSE(p.family->validate(p.problem, p.inputs, out, p.reference).ok);
   args.k = 8;
   args.TG = 1;
-  kEmulate[router::cuda_shape_index(sp, cfg)](args, 1);
+  router::router_emu(sp, cfg, args, 1);
   EXPECT_FALSE(p.family->validate(p.problem, p.inputs, out, p.reference).ok);
+}
+
+TEST(RouterEmulation, EveryConfigThroughTheEmuBackend) {
+  // What `moebench sweep router --backend emu` runs: the full cuda space for an H100 (every
+  // warps count too), through the harness, on a grouped sigmoid preset with rows to stride over.
+  const Params problem = router_cases::with(router_cases::problem(64, 4, 1, 8, 2, "sigmoid", 1, 1, 2.5), 40, "bf16");
+  InputOptions opt;
+  opt.seed = 5;
+  const auto p = tuner::prepare(router_family(), problem, opt);
+  const BackendImpl& emu = router_family().need_backend(Backend::emu);
+  const auto space = emu.space(p.problem, emu_device_info(), true);
+  ASSERT_GT(space.size(), 4u);
+  for (const Params& c : space) {
+    const tuner::Outcome o = tuner::run_emu(p, c);
+    EXPECT_TRUE(o.validation.ok) << c.str() << ": " << o.validation.summary();
+    EXPECT_TRUE(o.times_us.empty());
+    EXPECT_TRUE(o.not_emulated.empty());
+  }
 }
 
 }  // namespace

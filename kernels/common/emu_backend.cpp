@@ -1,0 +1,62 @@
+#include "common/emu_backend.hpp"
+
+#include "emu/simt_emulator.hpp"
+
+namespace moe {
+
+DeviceInfo emu_device_info() {
+  DeviceInfo d;
+  d.backend = Backend::emu;
+  d.name = "NVIDIA H100 (described; kernels emulated on the cpu)";
+  d.sm_count = 132;
+  d.cc_major = 9;
+  d.smem_optin = 227 * 1024;
+  d.threads = 1;
+  return d;
+}
+
+void emu_launch(const std::string& kernel, long long grid, int threads, std::size_t dynamic_smem,
+                const std::function<void()>& body, std::uint32_t seed) {
+  try {
+    simt::launch(grid, threads, dynamic_smem, body, seed);
+  } catch (const std::exception& e) {
+    throw EmuFault(kernel + ": " + e.what());
+  }
+}
+
+namespace {
+
+// The cuda backend's spaces and validity checks read the device's limits only for a cuda device.
+DeviceInfo as_cuda() {
+  DeviceInfo d = emu_device_info();
+  d.backend = Backend::cuda;
+  return d;
+}
+
+}  // namespace
+
+BackendImpl emu_backend_over(const BackendImpl& cuda, EmuSpeed speed, decltype(BackendImpl::run) run,
+                             decltype(BackendImpl::not_emulated) not_emulated) {
+  BackendImpl b;
+  b.backend = Backend::emu;
+  b.config_params = cuda.config_params;
+  // The cuda backend's answers for an H100, whatever device the caller describes.
+  b.space = [s = cuda.space](const Params& problem, const DeviceInfo&, bool full) {
+    return s(problem, as_cuda(), full);
+  };
+  b.default_config = [d = cuda.default_config](const Params& problem, const DeviceInfo&) {
+    return d(problem, as_cuda());
+  };
+  if (cuda.invalid_reason)
+    b.invalid_reason = [r = cuda.invalid_reason](const Params& problem, const Params& config, const DeviceInfo&) {
+      return r(problem, config, as_cuda());
+    };
+  b.workspace_bytes = cuda.workspace_bytes;
+  b.run = std::move(run);
+  b.not_emulated = std::move(not_emulated);
+  b.emu_bytes_per_s = speed.bytes_per_s;
+  b.emu_flops_per_s = speed.flops_per_s;
+  return b;
+}
+
+}  // namespace moe

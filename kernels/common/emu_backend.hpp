@@ -1,0 +1,40 @@
+#pragma once
+// The `emu` backend of a family, built over its cuda backend: the same config parameters, the
+// same space and default as on an H100 (no device is present, so it is described), and a run
+// that executes the cuda kernel sources under the SIMT emulator on host tensors. Each family
+// supplies only that run (kernels/<family>/emu.cpp); the rest is the cuda backend's own.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "moe/family.hpp"
+
+namespace moe {
+
+// A kernel misbehaved under the emulator (a deadlock, a divergent collective, shared memory out
+// of range): the config's output is not to be trusted, so it fails validation with this.
+class EmuFault : public std::runtime_error {
+ public:
+  explicit EmuFault(const std::string& what) : std::runtime_error(what) {}
+};
+
+// The device the emu backend's spaces and defaults are taken for: an H100 as described.
+DeviceInfo emu_device_info();
+
+// Runs `body` once per thread of `grid` blocks of `threads` under the emulator (blocks one after
+// another); a kernel's fault or deadlock comes out as EmuFault naming `kernel`.
+void emu_launch(const std::string& kernel, long long grid, int threads, std::size_t dynamic_smem,
+                const std::function<void()>& body, std::uint32_t seed = 7);
+
+// How fast a family's kernels emulate (bytes and FLOPs of FamilyDesc::estimate per second).
+struct EmuSpeed {
+  double bytes_per_s = 0, flops_per_s = 0;
+};
+
+// The emu BackendImpl over `cuda`: its run replaced by `run`, `not_emulated` as given.
+BackendImpl emu_backend_over(const BackendImpl& cuda, EmuSpeed speed, decltype(BackendImpl::run) run,
+                             decltype(BackendImpl::not_emulated) not_emulated = {});
+
+}  // namespace moe

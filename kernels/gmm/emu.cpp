@@ -1,0 +1,161 @@
+// The gmm kernels' emulated instantiation: every tile shape of cuda_tiles_*.cu and the wgmma
+// path's setup and silu kernels, built as host code over emu_primitives.hpp in this one unit.
+#include "gmm/emu.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/emu_backend.hpp"
+#include "gmm/detail.hpp"
+#include "gmm/emu_primitives.hpp"
+#include "gmm/family.hpp"
+#include "moe/dtype.hpp"
+#include "moe/error.hpp"
+
+namespace moe::gmm::emu {
+
+namespace {
+
+using Kernel = void (*)(cuda::KernelArgs);  // kernels take their arguments by value
+
+struct Tile {
+  cuda::TileShape shape;
+  Kernel up_bf16, down_bf16, up_f16, down_f16;
+  Kernel get(bool down, bool bf16) const { return bf16 ? (down ? down_bf16 : up_bf16) : (down ? down_f16 : up_f16); }
+};
+
+template <int BM, int BN, int BK, int WM, int WN, int ST>
+Tile tile() {
+  return {cuda::TileShape{BM, BN, BK, WM, WN, ST}, &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, true, true>,
+          &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, false, true>,
+          &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, true, false>,
+          &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, false, false>};
+}
+
+// The shapes cuda_tiles_*.cu instantiate, in the same order.
+const std::vector<Tile>& tiles() {
+  static const std::vector<Tile> v = {
+      tile<16, 64, 64, 1, 4, 4>(),   tile<16, 128, 64, 1, 4, 4>(),  tile<16, 128, 64, 1, 4, 3>(),
+      tile<16, 64, 32, 1, 4, 4>(),   tile<32, 64, 64, 1, 4, 4>(),   tile<32, 128, 64, 1, 4, 4>(),
+      tile<32, 128, 64, 2, 2, 3>(),  tile<64, 64, 64, 2, 2, 4>(),   tile<64, 128, 64, 2, 2, 3>(),
+      tile<64, 128, 32, 2, 2, 4>(),  tile<64, 128, 64, 2, 4, 3>(),  tile<128, 64, 64, 2, 2, 4>(),
+      tile<128, 128, 32, 2, 2, 4>(), tile<128, 128, 64, 2, 2, 3>(), tile<128, 128, 64, 2, 4, 3>(),
+      tile<128, 128, 32, 2, 4, 4>(), tile<128, 256, 32, 2, 4, 3>(),
+  };
+  return v;
+}
+
+const Tile& find(const cuda::TileShape& t) {
+  for (auto& e : tiles())
+    if (e.shape == t) return e;
+  throw Error("gmm emu: no emulated kernel of this tile shape");
+}
+
+// What CUTLASS does with the arrays the setup kernel wrote: D[e] = A[e] * B[e]^T, row m scaled
+// by its routed weight when the plan has them, fp32 accumulation, rounded once to the dtype.
+void grouped_gemm_on_host(const wgmma::GroupArrays& g, int experts, bool bf16, bool row_weight) {
+  auto f32 = [bf16](std::uint16_t v) { return bf16 ? bf16_to_float(v) : f16_to_float(v); };
+  for (int e = 0; e < experts; ++e) {
+    const int M = g.problems[3 * e], N = g.problems[3 * e + 1], K = g.problems[3 * e + 2];
+    const auto* A = static_cast<const std::uint16_t*>(g.a[e]);
+    const auto* B = static_cast<const std::uint16_t*>(g.b[e]);
+    auto* D = static_cast<std::uint16_t*>(g.d[e]);
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {
+        float acc = 0;
+        for (int k = 0; k < K; ++k) acc += f32(A[m * g.lda[e] + k]) * f32(B[n * g.ldb[e] + k]);
+        if (row_weight) acc *= g.row_weight[e][m];
+        D[m * g.ldd[e] + n] = bf16 ? float_to_bf16(acc) : float_to_f16(acc);
+      }
+  }
+}
+
+}  // namespace
+
+std::vector<cuda::TileShape> emulated_tiles() {
+  std::vector<cuda::TileShape> v;
+  for (auto& t : tiles()) v.push_back(t.shape);
+  return v;
+}
+
+void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out, void* workspace,
+             std::size_t workspace_bytes, long long max_ctas) {
+  cuda::KernelArgs a = cuda::plan_args(s, c, need(in, s.act_name()).shape.at(0));
+  if (a.rows == 0) return;
+  cuda::bind_tensors(a, s, c, in, out, workspace, workspace_bytes);
+  const bool bf16 = s.dtype == DType::bf16;
+  const Kernel k = find(c.shape).get(s.down, bf16);
+  // As cuda_launch.cuh sizes the persistent grid, with one resident CTA per SM.
+  const long long sms = emu_device_info().sm_count;
+  const long long bound = (static_cast<long long>(a.rows) + c.shape.bm - 1) / c.shape.bm + a.experts;
+  const long long grid = std::min(bound * a.n_tiles * a.split, max_ctas > 0 ? max_ctas : sms);
+  emu_launch("gmm_mma_kernel", grid, c.shape.threads(), cuda::smem_bytes(c.shape, a.experts), [&] {
+    simt::ptx::cp_async_reset();
+    k(a);
+  });
+  if (c.split == 1) return;
+  const Kernel fin = s.down ? (bf16 ? &emulated::gmm_finalize_kernel<false, true> : &emulated::gmm_finalize_kernel<false, false>)
+                            : (bf16 ? &emulated::gmm_finalize_kernel<true, true> : &emulated::gmm_finalize_kernel<true, false>);
+  const long long pairs = static_cast<long long>(a.rows) * (a.n_out / 2);
+  emu_launch("gmm_finalize_kernel", std::min((pairs + 255) / 256, 8 * sms), 256, 0, [&] { fin(a); }, 11);
+}
+
+void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long grid) {
+  const TensorRef& act = need(in, s.act_name());
+  const auto R = act.shape.at(0);
+  const bool bf16 = s.dtype == DType::bf16;
+  const auto E = static_cast<std::size_t>(s.e_local());
+  // The per-expert arrays and, for up, the gate|up rows: workspace on a GPU, poisoned here.
+  std::vector<int> problems(3 * E, -7);
+  std::vector<const void*> pa(E, nullptr), pb(E, nullptr);
+  std::vector<void*> pd(E, nullptr);
+  std::vector<const float*> prw(E, nullptr);
+  std::vector<long long> lda(E, -1), ldb(E, -1), ldd(E, -1);
+  std::vector<std::uint16_t> gu(s.down ? 0 : static_cast<std::size_t>(R * s.n_w()), 0x7FC1);
+  wgmma::SetupArgs a;
+  a.act = act.as<const std::uint16_t>();
+  a.weight = need(in, s.weight_name()).as<const std::uint16_t>();
+  a.offsets = need(in, "offsets").as<const std::int32_t>();
+  a.row_weight = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;
+  std::uint16_t* dst = need(out, s.out_name()).as<std::uint16_t>();
+  a.out = s.down ? dst : gu.data();
+  a.rows = static_cast<int>(R);
+  a.n = static_cast<int>(s.n_w());
+  a.k = static_cast<int>(s.k_dim());
+  a.experts = static_cast<int>(E);
+  a.g = {problems.data(), pa.data(), pb.data(), pd.data(), prw.data(), lda.data(), ldb.data(), ldd.data()};
+  auto blocks = [grid](long long items) { return grid > 0 ? grid : static_cast<long long>(wgmma::blocks_for(items)); };
+  if (E == 0) return;
+  emu_launch("wgmma_setup_kernel", blocks(a.experts), emulated::kWgmmaThreads, 0, [&] { emulated::wgmma_setup_kernel(a); }, 3);
+  grouped_gemm_on_host(a.g, a.experts, bf16, s.routed_weight);
+  if (s.down) return;
+  const wgmma::SiluArgs si{gu.data(), a.offsets, dst, a.rows, static_cast<int>(s.intermediate), a.experts};
+  emu_launch("wgmma_silu_kernel", blocks(static_cast<long long>(a.rows) * (si.inter / 8)), emulated::kWgmmaThreads, 0,
+             [&] { bf16 ? emulated::wgmma_silu_kernel<true>(si) : emulated::wgmma_silu_kernel<false>(si); }, 5);
+}
+
+std::string not_emulated(const Params& config) {
+  if (!wgmma::selected(config)) return {};
+  return "the grouped GEMM is CUTLASS's wgmma + TMA kernel, which the emulator cannot run; its setup and "
+         "silu*up kernels ran emulated around a host GEMM and were checked";
+}
+
+}  // namespace moe::gmm::emu
+
+namespace moe::gmm {
+
+// Measured on a development machine (one core): see --help and docs/commands/run.md.
+constexpr EmuSpeed kSpeed{0, 4e6};
+
+BackendImpl emu_backend() {
+  return emu_backend_over(
+      cuda_backend(), kSpeed,
+      [](const Params& problem, const Params& config, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
+        const GmmSpec s = GmmSpec::parse(problem);
+        if (wgmma::selected(config)) return emu::run_wgmma(s, in, out);
+        emu::run_mma(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes);
+      },
+      [](const Params&, const Params& config) { return emu::not_emulated(config); });
+}
+
+}  // namespace moe::gmm

@@ -1,0 +1,127 @@
+// The emu backend through the moebench binary: `run` and `sweep` validate the cuda kernel
+// sources under the SIMT emulator, time nothing and write no tables; configs whose GEMM is
+// CUTLASS's are `not emulated` while their own kernels are checked.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "moe/family.hpp"
+#include "support/described_devices.hpp"
+#include "support/shell.hpp"
+#include "support/temp_dirs.hpp"
+#include "tuner/problem/models.hpp"
+#include "tuner/problem/problem.hpp"
+
+namespace {
+
+using moe::testing::fresh_temp_dir;
+using moe::testing::quote;
+using moe::testing::sh;
+using moe::testing::slurp;
+namespace fs = std::filesystem;
+
+std::string exe() { return std::string("'") + MOEBENCH_EXE + "'"; }
+
+// A small gmm problem: four experts of 32 rows, so the curated space offers a wgmma tile too.
+const std::string kSmallGmm = " --tokens 64 --experts 4 --topk 2 --hidden 64 --intermediate 64 --align 8";
+
+TEST(EmuCli, SweepRouterValidatesEveryConfigOfTheSpace) {
+  const fs::path d = fresh_temp_dir("emu-sweep-router");
+  // Tables would land under MOEBENCH_CONFIG_DIR: it must stay empty.
+  const auto r = sh("cd " + quote(d) + " && MOEBENCH_CONFIG_DIR=" + quote(d / "tables") + " " + exe() +
+                    " sweep router --backend emu --model deepseek-v3 --tokens 1,64 --quiet --out " + quote(d / "out"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("tables: none written (the emu backend validates, it does not time)"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(d / "tables") && !fs::is_empty(d / "tables"));
+  EXPECT_FALSE(fs::exists(d / "configs"));
+  const auto res = nlohmann::json::parse(slurp(d / "out" / "results.json"));
+  EXPECT_EQ(res["meta"]["backend"], "emu");
+  // Every config of the cuda space for the preset at each token count, each validated, none timed.
+  const moe::FamilyDesc& f = moe::family("router");
+  std::size_t want = 0;
+  for (std::int64_t t : {1, 64}) {
+    moe::Params pr = moe::tuner::problem_for(f, moe::tuner::load_model("deepseek-v3"), moe::Params{}, false);
+    pr.set("tokens", t);
+    pr = moe::complete(f.problem_params, pr, "test");
+    want += f.need_backend(moe::Backend::cuda).space(pr, moe::testing::described_h100(), false).size();
+  }
+  EXPECT_EQ(res["records"].size(), want);
+  for (auto& rec : res["records"]) {
+    EXPECT_EQ(rec["status"], "ok") << rec.dump();
+    EXPECT_TRUE(rec["stats"].is_null()) << rec.dump();
+    EXPECT_TRUE(rec["validation"]["ok"].get<bool>()) << rec.dump();
+  }
+  const std::string summary = slurp(d / "out" / "summary.md");
+  EXPECT_NE(summary.find("validation only"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("times nothing (every record's times are null) and writes no config tables"), std::string::npos)
+      << summary;
+}
+
+TEST(EmuCli, RunGmmValidatesAnMmaConfig) {
+  const auto r = sh(exe() + " run gmm --backend emu" + kSmallGmm + " --config kernel=mma,block_m=32,block_n=64,block_k=64,"
+                    "warps_m=1,warps_n=4,stages=4");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("validate PASS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("time     not measured"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not emulated"), std::string::npos) << r.out;
+}
+
+TEST(EmuCli, RunGmmReportsAWgmmaConfigAsNotEmulatedWithItsKernelsChecked) {
+  const auto r = sh(exe() + " run gmm --backend emu" + kSmallGmm + " --config kernel=wgmma,block_m=64,block_n=128,"
+                    "block_k=64,schedule=pingpong,warps_m=2,warps_n=2,stages=3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("not emulated: the grouped GEMM is CUTLASS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("validate PASS"), std::string::npos) << r.out;
+}
+
+TEST(EmuCli, SweepGmmMarksWgmmaNotEmulatedTimesNullNoTables) {
+  const fs::path d = fresh_temp_dir("emu-sweep-gmm");
+  const auto r = sh("cd " + quote(d) + " && " + exe() + " sweep gmm --backend emu" + kSmallGmm + " --quiet --out " +
+                    quote(d / "out"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(fs::exists(d / "configs"));
+  const auto res = nlohmann::json::parse(slurp(d / "out" / "results.json"));
+  std::set<std::string> kernels;
+  for (auto& rec : res["records"]) {
+    EXPECT_TRUE(rec["stats"].is_null()) << rec.dump();
+    EXPECT_TRUE(rec["validation"]["ok"].get<bool>()) << rec.dump();  // the setup and silu kernels were checked
+    const std::string k = rec["config"]["kernel"];
+    kernels.insert(k);
+    if (k == "wgmma") {
+      EXPECT_EQ(rec["status"], "not emulated") << rec.dump();
+      EXPECT_NE(rec.value("error", "").find("CUTLASS"), std::string::npos) << rec.dump();
+    } else {
+      EXPECT_EQ(rec["status"], "ok") << rec.dump();
+    }
+  }
+  EXPECT_EQ(kernels, (std::set<std::string>{"mma", "wgmma"}));
+  EXPECT_NE(slurp(d / "out" / "summary.md").find("not emulated: the grouped GEMM is CUTLASS"), std::string::npos);
+}
+
+TEST(EmuCli, RefusesWhatItCannotDo) {
+  // A prefill shape would take hours: refused up front, naming a token count that fits.
+  auto r = sh(exe() + " run gmm --backend emu --tokens 4096 --experts 8 --topk 2 --hidden 256 --intermediate 128");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("moebench: error: gmm at tokens=4096 would take about"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("use --tokens 2048 or fewer"), std::string::npos) << r.out;
+  // One that no token count rescues names the other ways to shrink it.
+  r = sh(exe() + " run gmm --backend emu --model deepseek-v3 --tokens 64");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("use a smaller shape"), std::string::npos) << r.out;
+  // No GPU flags, no tables, no moe-layer.
+  r = sh(exe() + " run router --backend emu --device 1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("the backend is emu"), std::string::npos) << r.out;
+  r = sh(exe() + " sweep router --backend emu --tokens 1 --tables /tmp/x --out /tmp/moebench-emu-never");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("writes no tables"), std::string::npos) << r.out;
+  r = sh(exe() + " run moe-layer --backend emu");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("moe-layer has no emu backend"), std::string::npos) << r.out;
+}
+
+}  // namespace
