@@ -9,7 +9,7 @@ ParamSpec dtype(const char* def, std::vector<std::string> allowed) {
   const bool fp8 = std::find(allowed.begin(), allowed.end(), "fp8") != allowed.end();
   ParamSpec s = choice_param("dtype", def, std::move(allowed),
                              "element type of the activations (router: of the logits; fp8: e4m3 block-scaled W8A8, "
-                             "DESIGN 1.6)");
+                             "docs/fp8.md)");
   if (fp8) s.aliases = {{"fp8_w8a8", "fp8"}};  // vLLM's spelling
   return s;
 }

@@ -143,7 +143,7 @@ TEST(TunerPlan, LayerPointLabelsNameTheGmmStage) {
   std::vector<std::string> warnings;
   const moe::Params layer = problem_for(moe::family("moe-layer"), load_model("qwen3-30b-a3b"), {}, false);
   const moe::DeviceInfo dev = moe::cpu_device_info(1);
-  const Plan plan = make_plan(layer_units(layer, moe::Backend::cpu, warnings), {1}, moe::Backend::cpu, dev, "default");
+  const Plan plan = make_plan(layer_units(layer, {}, moe::Backend::cpu, warnings), {1}, moe::Backend::cpu, dev, "default");
   std::vector<std::string> labels;
   for (const PlanPoint& p : plan.points) labels.push_back(p.label);
   EXPECT_NE(std::find(labels.begin(), labels.end(), "gmm up T=1"), labels.end());

@@ -151,13 +151,18 @@ TEST(GmmFp8Validate, CodesWithinOneStepAndScalesWithinOneUlp) {
   EXPECT_FALSE(with([&](TensorMap& g) { g.at("h").data<std::uint8_t>()[at] = 0x7F; }).ok);
   EXPECT_FALSE(with([&](TensorMap& g) { g.at("h").data<std::uint8_t>()[at] = 0xFF; }).ok);  // poison
   const std::int64_t srow = at / 256 * 2;
+  // h_scale: within gmm::kHScaleRtol relative (an fp32 amax against an fp64 one), not beyond.
   EXPECT_TRUE(with([&](TensorMap& g) {
                 auto& v = g.at("h_scale").data<float>()[srow];
                 v = std::nextafter(v, 1e30f);
               }).ok);
+  EXPECT_TRUE(with([&](TensorMap& g) {
+                auto& v = g.at("h_scale").data<float>()[srow];
+                v = static_cast<float>(v * (1 + 0.5 * gmm::kHScaleRtol));
+              }).ok);
   EXPECT_FALSE(with([&](TensorMap& g) {
                  auto& v = g.at("h_scale").data<float>()[srow];
-                 v = std::nextafter(std::nextafter(v, 1e30f), 1e30f);
+                 v = static_cast<float>(v * (1 + 2 * gmm::kHScaleRtol));
                }).ok);
 }
 
