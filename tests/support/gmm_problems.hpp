@@ -12,6 +12,13 @@
 
 namespace moe::testing {
 
+// Offsets and other small int32 inputs given by value.
+inline Tensor i32_tensor(const std::vector<std::int32_t>& v) {
+  Tensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
+  for (std::size_t i = 0; i < v.size(); ++i) t.data<std::int32_t>()[i] = v[i];
+  return t;
+}
+
 inline Params gmm_problem(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t S, std::int64_t D,
                           std::int64_t I, std::int64_t A, const std::string& stage = "up",
                           const std::string& dtype = "bf16") {

@@ -65,11 +65,7 @@ std::string run_emulated(const tuner::Prepared& p, const TileShape& k, int split
   return {};
 }
 
-Tensor i32_tensor(std::vector<std::int32_t> v) {
-  Tensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
-  for (std::size_t i = 0; i < v.size(); ++i) t.data<std::int32_t>()[i] = v[i];
-  return t;
-}
+using testing::i32_tensor;
 
 tuner::Prepared prep(const Params& pr, TensorMap given = {}, std::uint64_t seed = 1) {
   InputOptions o;

@@ -50,11 +50,7 @@ Tensor bf16_tensor(Shape shape, std::vector<double> v) {
   return t;
 }
 
-Tensor i32_tensor(std::vector<std::int32_t> v) {
-  Tensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
-  for (std::size_t i = 0; i < v.size(); ++i) t.data<std::int32_t>()[i] = v[i];
-  return t;
-}
+using testing::i32_tensor;
 
 // ---- the reference, pinned by hand
 

@@ -37,11 +37,7 @@ std::string run_grid(int threads, long long grid, std::uint32_t seed, const std:
   return {};
 }
 
-Tensor i32_tensor(std::vector<std::int32_t> v) {
-  Tensor t(DType::i32, {static_cast<std::int64_t>(v.size())});
-  for (std::size_t i = 0; i < v.size(); ++i) t.data<std::int32_t>()[i] = v[i];
-  return t;
-}
+using testing::i32_tensor;
 
 // The per-expert arrays, host-side, poisoned so an expert the kernel skips shows.
 struct Arrays {
