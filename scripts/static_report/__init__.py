@@ -5,8 +5,9 @@
     sass.py         SASS parsed into instructions with their source lines, and its loops
     configs.py      a kernel's name mapped to its family and the config names the tuner uses
     occupancy.py    CTAs per SM on H100/H200 from registers, threads and shared memory
-    hot_loops.py    the gmm k-loop and the gather/combine memory loops
+    hot_loops.py    the gmm k-loop, the gather/combine memory loops and their slot loops
     router_loops.py the router's row loop and its cost per row on each preset's path
+    slot_loops.py   the aligner's warp-instructions per routed slot, from its tagged loops
     report.py       every kernel of a build, as one moebench/kernel-report@1 document
     markdown.py     the report as a markdown table
     gate.py         the CI gate: a report's regressions against a baseline

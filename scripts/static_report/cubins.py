@@ -39,6 +39,22 @@ def max_threads(elf_text):
     return out
 
 
+def reserved_in_shared(elf_text):
+    """Whether cuobjdump's SHARED already holds the 1 KB the driver reserves per CTA: a cubin with
+    a `.nv.shared.reserved.N` section has it folded into every kernel that uses shared memory
+    (cuobjdump 13); older cubins leave it out, and the occupancy adds it."""
+    return re.search(r"\.nv\.shared\.reserved\.\d+", elf_text) is not None
+
+
+def resources(res_text, elf_text):
+    """Per kernel: cuobjdump -res-usage's figures, and `reserved_counted`: whether its SHARED
+    holds the reserved 1 KB already."""
+    usage, reserved = res_usage(res_text), reserved_in_shared(elf_text)
+    for use in usage.values():
+        use["reserved_counted"] = reserved and use.get("SHARED", 0) > 0
+    return usage
+
+
 def read_object(obj, tools):
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([tools["cuobjdump"], "-xelf", "all", os.path.abspath(obj)], cwd=tmp,
@@ -48,10 +64,11 @@ def read_object(obj, tools):
         for c in cubins:
             path = os.path.join(tmp, c)
             arch = re.search(r"\.(sm_\w+)\.cubin$", c)
-            usage = res_usage(run([tools["cuobjdump"], "-res-usage", path]))
-            if not usage:
+            res = run([tools["cuobjdump"], "-res-usage", path])
+            if not res_usage(res):
                 continue
-            threads = max_threads(run([tools["cuobjdump"], "-elf", path]))
+            elf = run([tools["cuobjdump"], "-elf", path])
+            usage, threads = resources(res, elf), max_threads(elf)
             sass = parse_sass(run([tools["nvdisasm"], "-gi", "-c", path]))
             out.append((arch.group(1) if arch else "?", usage, threads, sass))
         return out

@@ -48,11 +48,19 @@ def check(base, new):
             o = b.get("per_row", {}).get(p)
             if o and n > o * (1 + LOOP_GROWTH):
                 bad.append(f"{who}: {p} row {o} -> {n} warp-instructions (> +5%)")
+        bp, np_ = b.get("per_slot"), k.get("per_slot")
+        if bp and np_ and np_["warp_instructions"] > bp["warp_instructions"] * (1 + LOOP_GROWTH):
+            bad.append(f"{who}: {bp['warp_instructions']:.3g} -> {np_['warp_instructions']:.3g} warp-instructions "
+                       f"per routed slot (> +5%)")
         bm, nm = b.get("memory"), k.get("memory")
         if bm and nm:
             for f, what in (("ldg128", "128-bit loads"), ("stg128", "128-bit stores")):
                 if bm[f] > 0 and nm[f] == 0:
                     bad.append(f"{who}: {what} {bm[f]} -> 0")
+            bs, ns = bm.get("slot_loop"), nm.get("slot_loop")
+            if bs and ns and ns["per_vector"] > bs["per_vector"] * (1 + LOOP_GROWTH):
+                bad.append(f"{who}: slot loop {bs['per_vector']:.3g} -> {ns['per_vector']:.3g} instructions per "
+                           f"16-byte vector per slot (> +5%)")
     for key, b in old.items():
         if key not in seen:
             notes.append(f"not in the new report (retired or renamed): {b['name']}")

@@ -65,3 +65,17 @@ def memory_loop(insns, loops):
         r["loop"] = {"instructions": n, "ldg128": l128,
                      "instructions_per_ldg128": round(n / l128, 3) if l128 else None}
     return r
+
+
+def vector_loop(insns, loops, loads):
+    """combine (loads) and gather-by-token (stores): the cost of one 16-byte vector of one slot.
+    Their slot loop is the innermost loop with the most 128-bit global loads (combine: rows in
+    flight together) or stores (gather-by-token: the token's row to each of its rows); its
+    instructions per 128-bit access. None when the kernel moves no 16-byte vectors."""
+    is128 = is_load128 if loads else is_store128
+    hot = innermost(loops, lambda lp: count(insns, lp[0], lp[1], is128) > 0)
+    if not hot:
+        return None
+    a, b, _ = max(hot, key=lambda lp: (count(insns, lp[0], lp[1], is128), lp[1] - lp[0]))
+    n, v = count(insns, a, b, work), count(insns, a, b, is128)
+    return {"instructions": n, "vectors": v, "per_vector": round(n / v, 3)}

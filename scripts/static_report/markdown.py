@@ -26,6 +26,8 @@ def markdown(rep):
             hot = f"LDG {m['ldg128']}/{m['ldg']} 128-bit, STG {m['stg128']}/{m['stg']} 128-bit"
             if m.get("loop") and m["loop"]["instructions_per_ldg128"]:
                 hot += f", {m['loop']['instructions_per_ldg128']} insn/128-bit load"
+            if m.get("slot_loop"):
+                hot += f", {m['slot_loop']['per_vector']} insn per 16-byte vector per slot"
         variant = " ".join(str(v) for v in k["variant"].values())
         out.append(f"| {k['family'] or '?'} {k['kind'] or ''} | {variant} | {config_str(k['config'])} | {k['registers']} | "
                    f"{k['stack_bytes']} | {k['spill_stores']}/{k['spill_loads']} | {k['static_smem_bytes']}+{'?' if k.get('dynamic_smem_unknown') else k['dynamic_smem_bytes']} | "

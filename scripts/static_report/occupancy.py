@@ -10,14 +10,17 @@ REG_GRANULE = 256    # registers are allocated per warp in blocks of 256
 SMEM_RESERVED = 1024  # the driver reserves 1 KB of shared memory per CTA on sm_8x/sm_9x
 
 
-def occupancy(regs, threads, smem):
+def occupancy(regs, threads, smem, reserved_counted=False):
+    """smem: the kernel's static + dynamic shared memory, the 1 KB reserved slice included when
+    reserved_counted (cuobjdump 13 folds it into SHARED) and added here otherwise."""
     warps = math.ceil(threads / 32)
+    own = smem - SMEM_RESERVED if reserved_counted else smem
     per_warp = math.ceil(max(regs, 1) * 32 / REG_GRANULE) * REG_GRANULE
     out = {}
     for dev, d in DEVICES.items():
         lim = {
             "registers": (d["regs"] // per_warp) // warps,
-            "shared_memory": d["smem"] // (smem + SMEM_RESERVED) if smem <= d["smem_block"] else 0,
+            "shared_memory": d["smem"] // (own + SMEM_RESERVED) if own <= d["smem_block"] else 0,
             "threads": d["threads"] // (warps * 32),
             "blocks": d["ctas"],
         }
@@ -28,4 +31,5 @@ def occupancy(regs, threads, smem):
 
 
 def occupancy_of(k):
-    return occupancy(k["registers"], k["threads"], k["static_smem_bytes"] + k["dynamic_smem_bytes"])
+    return occupancy(k["registers"], k["threads"], k["static_smem_bytes"] + k["dynamic_smem_bytes"],
+                     k.get("smem_reserved_counted", False))

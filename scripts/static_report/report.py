@@ -6,9 +6,10 @@ import os
 from . import SCHEMA
 from .configs import identify, matches
 from .cubins import read_object
-from .hot_loops import gmm_loop, memory_loop
+from .hot_loops import gmm_loop, memory_loop, vector_loop
 from .occupancy import DEVICES, REG_GRANULE, SMEM_RESERVED, occupancy_of
 from .router_loops import Sources, router_per_row, router_rows
+from .slot_loops import per_slot
 from .sass import base_op, count, loops_of, work
 from .tools import demangle, fail, run, stable_name
 
@@ -22,6 +23,18 @@ def analyse(objects, tools, static, sources, presets):
                 kernels.append(kernel_entry(obj, arch, mangled, stable_name(pretty), usage[mangled],
                                             threads.get(mangled), sass.get(mangled, []), static, sources, presets))
     return kernels
+
+
+def resource_fields(use):
+    """A kernel's figures from cuobjdump -res-usage (cubins.resources)."""
+    return {
+        "registers": use.get("REG", 0),
+        "stack_bytes": use.get("STACK", 0),
+        "local_bytes": use.get("LOCAL", 0),
+        "static_smem_bytes": use.get("SHARED", 0),
+        # cuobjdump 13 counts the driver's 1 KB per CTA in SHARED already: occupancy adds it once.
+        "smem_reserved_counted": bool(use.get("reserved_counted")),
+    }
 
 
 def kernel_entry(obj, arch, mangled, name, use, launch_bound, insns, static, sources, presets):
@@ -41,12 +54,9 @@ def kernel_entry(obj, arch, mangled, name, use, launch_bound, insns, static, sou
         "config": (ident or {}).get("config"),
         "variant": (ident or {}).get("variant", {}),
         "mapped": bool(ident and ident.get("config") is not None),
-        "registers": use.get("REG", 0),
-        "stack_bytes": use.get("STACK", 0),
-        "local_bytes": use.get("LOCAL", 0),
+        **resource_fields(use),
         "spill_stores": stl,
         "spill_loads": ldl,
-        "static_smem_bytes": use.get("SHARED", 0),
         "dynamic_smem_bytes": dyn,
         # Launched with dynamic shared memory this script has no formula for: occupancy is an upper bound.
         "dynamic_smem_unknown": bool((ident or {}).get("dynamic_smem_unknown")),
@@ -74,8 +84,12 @@ def kernel_entry(obj, arch, mangled, name, use, launch_bound, insns, static, sou
                         if unknown:
                             e["unknown_loops"] = sorted(set(unknown))
                         break
+    elif family == "dispatch" and e["kind"] == "align":
+        e["per_slot"] = per_slot(insns, loops, sources)
     elif family in ("combine",) or (family == "dispatch" and e["kind"] == "gather"):
         e["memory"] = memory_loop(insns, loops)
+        if family == "combine" or e["variant"].get("order") == "token":
+            e["memory"]["slot_loop"] = vector_loop(insns, loops, loads=family == "combine")
     return e
 
 

@@ -115,6 +115,31 @@ TEST(KernelReport, ThisBuildPassesTheCommittedBaseline) {
   }
   EXPECT_TRUE(kloop);
   EXPECT_TRUE(gather128);
+  // Issue 23's targets: a 16-byte combine vector costs at most 24 instructions per slot (the row
+  // addresses are computed once per slot, not per column), and the single-CTA aligner at most
+  // 2.0 warp-instructions per routed slot.
+  int combine_loops = 0, token_loops = 0, single = 0;
+  for (auto& k : rep["kernels"]) {
+    if (k.contains("memory") && k["memory"].contains("slot_loop") && !k["memory"]["slot_loop"].is_null()) {
+      const double per = k["memory"]["slot_loop"]["per_vector"].get<double>();
+      EXPECT_GT(per, 4.0) << k["name"];
+      if (k["family"] == "combine") {
+        ++combine_loops;
+        EXPECT_LE(per, 24.0) << k["name"];
+      } else {
+        ++token_loops;
+      }
+    }
+    if (k["kind"] == "align" && k["config"]["aligner"] == "single") {
+      ++single;
+      ASSERT_TRUE(k.contains("per_slot") && !k["per_slot"].is_null()) << k["name"];
+      EXPECT_EQ(k["per_slot"]["loops"].size(), 3u) << k["per_slot"].dump();  // staging, ranking, placing
+      EXPECT_LE(k["per_slot"]["warp_instructions"].get<double>(), 2.0) << k["per_slot"].dump();
+    }
+  }
+  EXPECT_GT(combine_loops, 0);
+  EXPECT_GT(token_loops, 0);
+  EXPECT_EQ(single, 2);
   // Every preset can run some compiled router shape, and the report found its row.
   EXPECT_EQ(rep["router_best"].size(), rep["meta"]["presets"].size());
   for (const char* p : {"deepseek-v3", "kimi-k2"}) {
@@ -210,6 +235,26 @@ TEST(KernelReport, GateFailsWhenAHotLoopGrowsMoreThanFivePercent) {
   });
   EXPECT_EQ(row.code, 1) << row.out;
   EXPECT_NE(row.out.find("deepseek-v3 row"), std::string::npos) << row.out;
+}
+
+TEST(KernelReport, GateFailsWhenASlotCostsMoreThanFivePercentMore) {
+  const Proc combine = gate_doctored("slot-loop", [](json& j) {
+    json& k = pick(j, "combine", [](const json& k) { return !k["memory"]["slot_loop"].is_null(); });
+    k["memory"]["slot_loop"]["per_vector"] = k["memory"]["slot_loop"]["per_vector"].get<double>() * 1.06;
+  });
+  EXPECT_EQ(combine.code, 1) << combine.out;
+  EXPECT_NE(combine.out.find("16-byte vector per slot"), std::string::npos) << combine.out;
+  const Proc small = gate_doctored("slot-loop-small", [](json& j) {
+    json& k = pick(j, "combine", [](const json& k) { return !k["memory"]["slot_loop"].is_null(); });
+    k["memory"]["slot_loop"]["per_vector"] = k["memory"]["slot_loop"]["per_vector"].get<double>() * 1.04;
+  });
+  EXPECT_EQ(small.code, 0) << small.out;
+  const Proc align = gate_doctored("per-slot", [](json& j) {
+    json& k = pick(j, "dispatch", [](const json& k) { return k.contains("per_slot") && !k["per_slot"].is_null(); });
+    k["per_slot"]["warp_instructions"] = k["per_slot"]["warp_instructions"].get<double>() * 1.06;
+  });
+  EXPECT_EQ(align.code, 1) << align.out;
+  EXPECT_NE(align.out.find("per routed slot"), std::string::npos) << align.out;
 }
 
 TEST(KernelReport, GateFailsWhenGatherOrCombineDrop128BitAccesses) {
