@@ -3,7 +3,8 @@
 // A group of threads (threads/tokens_per_cta, whole warps) owns one token: its first warp
 // compacts the selected slots (row, weight) in slot order into shared memory with a ballot;
 // then each thread walks its column vectors, loading the selected rows four at a time and
-// accumulating in fp32. rmsnorm adds the residual, stores residual_out, reduces the sum of
+// accumulating in fp32. A row's address is its column's address in row 0 plus row x the row's
+// bytes (an int: the launcher refuses rows of 2 GiB), one wide multiply-add per slot. rmsnorm adds the residual, stores residual_out, reduces the sum of
 // squares over the group and rescales in a second pass over the (cache-hot) residual_out.
 // Device code only, so tests/kernels/combine/combine_emulation_test.cpp can run it on the cpu; the launcher
 // is in cuda_launch.cuh. Internal linkage: each includer gets its own copy.
@@ -30,14 +31,25 @@ template <> struct Raw<16> { using type = uint4; };
 
 template <class T> struct Cvt;
 template <> struct Cvt<float> {
+  static constexpr bool kBits = false;
   static __device__ __forceinline__ float in(float v) { return v; }
   static __device__ __forceinline__ float out(float v) { return v; }
 };
 template <> struct Cvt<__nv_bfloat16> {
+  static constexpr bool kBits = true;
+  // The float whose bit pattern is b.
+  static __device__ __forceinline__ float bits(unsigned b) {
+    union {
+      unsigned u;
+      float f;
+    } v{b};
+    return v.f;
+  }
   static __device__ __forceinline__ float in(__nv_bfloat16 v) { return __bfloat162float(v); }
   static __device__ __forceinline__ __nv_bfloat16 out(float v) { return __float2bfloat16_rn(v); }
 };
 template <> struct Cvt<__half> {
+  static constexpr bool kBits = false;
   static __device__ __forceinline__ float in(__half v) { return __half2float(v); }
   static __device__ __forceinline__ __half out(float v) { return __float2half_rn(v); }
 };
@@ -50,10 +62,21 @@ __device__ __forceinline__ void load(const T* p, float (&f)[N]) {
   union {
     R raw;
     T e[N];
+    unsigned w[(sizeof(T) * N + 3) / 4];
   } u;
   u.raw = RO ? __ldg(reinterpret_cast<const R*>(p)) : *reinterpret_cast<const R*>(p);
+  if constexpr (sizeof(T) == 2 && N % 2 == 0 && Cvt<T>::kBits) {
+    // A bf16 is the top half of its float: one shift or mask per element, where converting
+    // each half on its own costs a byte permute more for the upper one.
 #pragma unroll
-  for (int i = 0; i < N; ++i) f[i] = Cvt<T>::in(u.e[i]);
+    for (int i = 0; i < N / 2; ++i) {
+      f[2 * i] = Cvt<T>::bits(u.w[i] << 16);
+      f[2 * i + 1] = Cvt<T>::bits(u.w[i] & 0xffff0000u);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) f[i] = Cvt<T>::in(u.e[i]);
+  }
 }
 
 // N floats rounded to T, stored at p in 16-byte (or smaller) pieces.
@@ -98,6 +121,7 @@ __global__ void __launch_bounds__(THREADS) combine_kernel(Dev a, int tpc) {
   const int g = threadIdx.x / G, lt = threadIdx.x % G;
   const long long t = static_cast<long long>(blockIdx.x) * tpc + g;
   const bool active = t < a.T;
+  const Tin* y = static_cast<const Tin*>(a.y);
 
   if (lt < 32) {  // the group's first warp: selected slots, in slot order
     int n = 0;
@@ -125,12 +149,18 @@ __global__ void __launch_bounds__(THREADS) combine_kernel(Dev a, int tpc) {
 
   const int n = s_n[g];
   const int* rows = s_row[g];
+  const unsigned pitch = static_cast<unsigned>(a.D * static_cast<long long>(sizeof(Tin)));
   const float* ws = s_w[g];
   const long long vecs = a.D / N;
-  const Tin* y = static_cast<const Tin*>(a.y);
   float sumsq = 0.f;
   if (active) {
     for (long long c = lt; c < vecs; c += G) {
+      const long long col = c * N;
+      const char* y0 = reinterpret_cast<const char*>(y + col);  // this column of row 0
+      // Row r's vector: y0 + r * pitch, one IMAD.WIDE.U32 (rows are >= 0, both fit 32 bits).
+      auto row_at = [&](int r) {
+        return reinterpret_cast<const Tin*>(y0 + static_cast<unsigned long long>(static_cast<unsigned>(r)) * pitch);
+      };
       float acc[N];
 #pragma unroll
       for (int e = 0; e < N; ++e) acc[e] = 0.f;
@@ -141,10 +171,10 @@ __global__ void __launch_bounds__(THREADS) combine_kernel(Dev a, int tpc) {
 #pragma unroll 1
       for (; i + 4 <= n; i += 4) {
         float v0[N], v1[N], v2[N], v3[N];
-        load<Tin, N, true>(y + static_cast<long long>(rows[i]) * a.D + c * N, v0);
-        load<Tin, N, true>(y + static_cast<long long>(rows[i + 1]) * a.D + c * N, v1);
-        load<Tin, N, true>(y + static_cast<long long>(rows[i + 2]) * a.D + c * N, v2);
-        load<Tin, N, true>(y + static_cast<long long>(rows[i + 3]) * a.D + c * N, v3);
+        load<Tin, N, true>(row_at(rows[i]), v0);
+        load<Tin, N, true>(row_at(rows[i + 1]), v1);
+        load<Tin, N, true>(row_at(rows[i + 2]), v2);
+        load<Tin, N, true>(row_at(rows[i + 3]), v3);
 #pragma unroll
         for (int e = 0; e < N; ++e) {
           acc[e] = fmaf(ws[i], v0[e], acc[e]);
@@ -153,13 +183,15 @@ __global__ void __launch_bounds__(THREADS) combine_kernel(Dev a, int tpc) {
           acc[e] = fmaf(ws[i + 3], v3[e], acc[e]);
         }
       }
+      // At most three left: not unrolled, so the four-row loop above is the only hot copy.
+#pragma unroll 1
       for (; i < n; ++i) {
         float v[N];
-        load<Tin, N, true>(y + static_cast<long long>(rows[i]) * a.D + c * N, v);
+        load<Tin, N, true>(row_at(rows[i]), v);
 #pragma unroll
         for (int e = 0; e < N; ++e) acc[e] = fmaf(ws[i], v[e], acc[e]);
       }
-      const long long at = t * a.D + c * N;
+      const long long at = t * a.D + col;
       if constexpr (RMS) {
         float r[N];
         load<Tin, N, true>(static_cast<const Tin*>(a.residual) + at, r);

@@ -33,6 +33,8 @@ void launch(const Args& a, const Config& c, void* stream) {
       misaligned(a.residual_out, c.vec) || misaligned(a.out, N * sizeof(Tout) > 16 ? 16 : N * sizeof(Tout)))
     throw Error("combine: hidden " + std::to_string(a.D) + " or a buffer is not aligned for vec=" +
                 std::to_string(c.vec) + ": use a smaller vec");
+  if (a.D > 0x7fffffffLL / static_cast<long long>(sizeof(Tin)))
+    throw Error("combine: hidden " + std::to_string(a.D) + " makes a row of 2 GiB or more, which is not supported");
   if (a.T <= 0) return;
   const long long blocks = (a.T + c.tokens_per_cta - 1) / c.tokens_per_cta;
   if (blocks > 0x7fffffffLL) throw Error("combine: too many tokens for one grid");
