@@ -2,8 +2,8 @@
 // x -> x_sorted, a byte copy (one set of instantiations serves every dtype). A group of
 // threads moves VB-byte vectors, UNROLL loads in flight before the stores.
 //   by row:   each sorted row copies its token's row (src/K); padding rows are zeroed.
-//   by token: each token reads its row once and stores it to each of its rows (dst); the
-//             grid's last blocks zero the padding rows.
+//   by token: each token reads its row once and stores it to each of its rows (dst), whose
+//             addresses are computed once per slot; the grid's last blocks zero the padding rows.
 // Device code only, so tests/kernels/dispatch/dispatch_emulation_test.cpp can run it on the cpu; the launcher
 // is in cuda_gather.cu. Internal linkage: each includer gets its own copy.
 #include <cstdint>
@@ -85,7 +85,7 @@ struct Tok {
 template <int THREADS, int VB, int UNROLL>
 __global__ void __launch_bounds__(THREADS) gather_by_token_kernel(Dev g, Tok tk, int per_cta) {
   using V = typename VecOf<VB>::type;
-  __shared__ int s_rows[kMaxGroups][kMaxSlots];
+  __shared__ V* s_out[kMaxGroups][kMaxSlots];
   __shared__ int s_n[kMaxGroups];
   const int group = THREADS / per_cta;
   const int gi = threadIdx.x / group, lt = threadIdx.x % group;
@@ -109,10 +109,10 @@ __global__ void __launch_bounds__(THREADS) gather_by_token_kernel(Dev g, Tok tk,
     int n = 0;
     for (int j0 = 0; j0 < g.K; j0 += 32) {
       const int j = j0 + lt;
-      const int row = active && j < g.K ? tk.dst[t * g.K + j] : -1;
+      const long long row = active && j < g.K ? tk.dst[t * g.K + j] : -1;
       const bool ok = row >= 0 && row < g.rows;
       const unsigned m = __ballot_sync(kFull, ok);
-      if (ok) s_rows[gi][n + __popc(m & ((1u << lt) - 1u))] = row;
+      if (ok) s_out[gi][n + __popc(m & ((1u << lt) - 1u))] = reinterpret_cast<V*>(g.xs + row * g.row_bytes);
       n += __popc(m);
     }
     if (lt == 0) s_n[gi] = n;
@@ -120,13 +120,13 @@ __global__ void __launch_bounds__(THREADS) gather_by_token_kernel(Dev g, Tok tk,
   __syncthreads();
   if (!active) return;
   const int n = s_n[gi];
-  const int* rows = s_rows[gi];
+  V* const* outs = s_out[gi];
   const V* in = reinterpret_cast<const V*>(g.x + t * g.row_bytes);
   for (long long c = lt; c < units; c += static_cast<long long>(group) * UNROLL) {
     V v[UNROLL];
     load_run(in, c, group, units, v);
     for (int k = 0; k < n; ++k) {
-      V* out = reinterpret_cast<V*>(g.xs + static_cast<long long>(rows[k]) * g.row_bytes);
+      V* out = outs[k];
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
         const long long i = c + static_cast<long long>(u) * group;
