@@ -3,7 +3,9 @@
 // rows within an expert are in ascending slot order. No atomics decide an order: each warp
 // walks a contiguous slot range and ranks its slots with __match_any_sync, and per-(warp,
 // expert) prefix counts place the warps' runs one after another.
-//   single: one CTA does it all in shared memory (decode: one launch).
+//   single: one CTA does it all in shared memory (decode: one launch). Its ranking pass keeps
+//           each slot's rank among its warp's slots of the same expert, so placing a slot is
+//           a few loads and two stores, with no second ranking.
 //   multi:  hist (per-CTA counts) -> scan (one CTA) -> scatter (per-CTA stable placement).
 // Device code only, so tests/kernels/dispatch/dispatch_emulation_test.cpp can run it on the cpu; the launchers
 // are in cuda_align.cu. Internal linkage: each includer gets its own copy.
@@ -138,24 +140,96 @@ __device__ void mark_padding(const Dev& a, const int* tot, const int* off, int w
   }
 }
 
+// The single-CTA aligner: slot counts fit in int (kSingleMaxSlots), and each slot's entry in
+// shared memory is its local expert (or -1), which the ranking pass turns into
+// expert | rank << 16 (a warp ranks at most kSingleMaxSlots / 16 slots: the rank fits in 15 bits).
+constexpr int kExpertBits = 16;
+
+// Local expert ids of slots [0, padded) into le (16-byte aligned), -1 past `slots`: four ids a
+// load where the ids are 16-byte aligned. One unsigned compare per id: an id below e0 wraps
+// past the limit.
+template <int THREADS>
+__device__ void stage_local(const Dev& a, int slots, int padded, int* le) {
+  const int hi = a.E_total - a.e0 < a.local ? a.E_total - a.e0 : a.local;
+  const unsigned lim = hi > 0 ? static_cast<unsigned>(hi) : 0u, e0 = static_cast<unsigned>(a.e0);
+  int f = 0;
+  if ((reinterpret_cast<unsigned long long>(a.ids) & 15u) == 0) {
+    const int whole = slots & ~3;
+#pragma unroll 1
+    for (int i = threadIdx.x * 4; i < whole; i += THREADS * 4) {  // per-slot loop: 4 slots a lane
+      const int4 v = __ldg(reinterpret_cast<const int4*>(a.ids + i));
+      int4 e;
+      e.x = static_cast<unsigned>(v.x) - e0 < lim ? static_cast<int>(static_cast<unsigned>(v.x) - e0) : -1;
+      e.y = static_cast<unsigned>(v.y) - e0 < lim ? static_cast<int>(static_cast<unsigned>(v.y) - e0) : -1;
+      e.z = static_cast<unsigned>(v.z) - e0 < lim ? static_cast<int>(static_cast<unsigned>(v.z) - e0) : -1;
+      e.w = static_cast<unsigned>(v.w) - e0 < lim ? static_cast<int>(static_cast<unsigned>(v.w) - e0) : -1;
+      *reinterpret_cast<int4*>(le + i) = e;
+    }
+    f = whole;
+  }
+  for (int i = f + threadIdx.x; i < padded; i += THREADS) {
+    const unsigned e = i < slots ? static_cast<unsigned>(a.ids[i]) - e0 : lim;
+    le[i] = e < lim ? static_cast<int>(e) : -1;
+  }
+}
+
+// The warp's slots [s0, s1) (whole rounds of 32): cnt[e] counts this warp's slots of expert e,
+// and each routed entry becomes expert | rank << kExpertBits, its rank among them in slot order.
+__device__ void warp_rank(int* le, int s0, int s1, int* cnt) {
+  const int lane = threadIdx.x & 31;
+  const unsigned below = (1u << lane) - 1u;
+#pragma unroll 1
+  for (int f = s0 + lane; f < s1; f += 32) {  // per-slot loop: 1 slot a lane
+    const int e = le[f];
+    const unsigned peers = __match_any_sync(kFull, e);
+    const int before = e >= 0 ? cnt[e] : 0;
+    __syncwarp();  // every lane has read the count before its leader moves it
+    if (e >= 0) {
+      const unsigned mine = peers & below;
+      if (mine == 0) cnt[e] = before + __popc(peers);
+      le[f] = e | (before + __popc(mine)) << kExpertBits;
+    }
+    __syncwarp();  // the next round's leader of e may be another lane: make the sum visible
+  }
+}
+
+// Each routed slot of [s0, s1) to its row: the warp's first row of its expert (next) plus its
+// rank; dst = -1 for the others.
+__device__ void warp_place_ranked(const Dev& a, const int* le, int s0, int s1, const int* next) {
+  const int lane = threadIdx.x & 31;
+  const int rows = a.rows < 0x7fffffff ? static_cast<int>(a.rows) : 0x7fffffff;
+#pragma unroll 1
+  for (int f = s0 + lane; f < s1; f += 32) {  // per-slot loop: 1 slot a lane
+    const int v = le[f];
+    int row = -1;
+    if (v >= 0) {
+      row = next[v & ((1 << kExpertBits) - 1)] + (v >> kExpertBits);
+      if (row < rows) a.src[row] = f;  // only a mis-sized output (or broken counts) fails this
+      else row = -1;
+    }
+    a.dst[f] = row;
+  }
+}
+
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS) align_single_kernel(Dev a) {
   constexpr int NW = THREADS / 32;
   MOE_DYNAMIC_SMEM(int, smem);
   const int El = a.local;
-  int* cnt = smem;               // [NW][El]: counts, then each warp's next row per expert
+  const int slots = static_cast<int>(a.slots);  // at most kSingleMaxSlots
+  const int per = static_cast<int>(single_slots_per_warp(NW, slots));
+  int* le = smem;                // [NW * per], first: 16-byte aligned for the staging stores
+  int* cnt = le + NW * per;      // [NW][El]: counts, then each warp's first row per expert
   int* tot = cnt + NW * El;      // [El]
   int* pad = tot + El;           // [El]
   int* off = pad + El;           // [El + 1]
   int* scratch = off + El + 1;   // [NW + 1]
-  short* le = reinterpret_cast<short*>(scratch + NW + 1);  // [slots]
   const int tid = threadIdx.x, warp = tid >> 5;
   for (int i = tid; i < NW * El; i += THREADS) cnt[i] = 0;
-  stage_ids<THREADS>(a, 0, a.slots, le);
+  stage_local<THREADS>(a, slots, NW * per, le);
   __syncthreads();
-  const long long per = (a.slots + NW - 1) / NW;
-  const long long s0 = lmin(a.slots, warp * per), s1 = lmin(a.slots, s0 + per);
-  warp_count(le, 0, s0, s1, cnt + warp * El);
+  const int s0 = warp * per, s1 = s0 + per;
+  warp_rank(le, s0, s1, cnt + warp * El);
   __syncthreads();
   for (int e = tid; e < El; e += THREADS) {
     int run = 0;
@@ -173,7 +247,7 @@ __global__ void __launch_bounds__(THREADS) align_single_kernel(Dev a) {
   for (int e = tid; e < El; e += THREADS)
     for (int w = 0; w < NW; ++w) cnt[w * El + e] += off[e];
   __syncthreads();
-  warp_place(a, le, 0, s0, s1, cnt + warp * El);
+  warp_place_ranked(a, le, s0, s1 < slots ? s1 : slots, cnt + warp * El);
   mark_padding(a, tot, off, warp, NW);
 }
 

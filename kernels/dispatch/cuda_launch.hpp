@@ -22,12 +22,18 @@ inline constexpr int kMultiThreads[] = {128, 256};
 inline constexpr int kMultiChunks[] = {2048, 8192};
 inline constexpr int kScanThreads = 1024;
 
+// The single-CTA aligner's slots per warp: an equal share, rounded up to whole 32-slot rounds
+// (the staged entries past the last slot hold no expert), so its loops need no bound checks.
+constexpr std::int64_t single_slots_per_warp(int warps, std::int64_t slots) {
+  return ((slots + warps - 1) / warps + 31) / 32 * 32;
+}
 // Dynamic shared memory of each aligner kernel, for the space to check against the device.
-// Both keep their slots' local expert ids in shared memory as int16 (local < 32768).
+// single: one int per (padded) slot, its local expert and then its rank; the multi-CTA kernels
+// keep their slots' local expert ids as int16 (local < 32768).
 inline std::size_t single_smem_bytes(int threads, std::int64_t local, std::int64_t slots) {
   const std::int64_t warps = threads / 32;
   return static_cast<std::size_t>(warps * local + 3 * local + 1 + warps + 1) * 4 +
-         static_cast<std::size_t>((slots + 1) / 2) * 4;
+         static_cast<std::size_t>(warps * single_slots_per_warp(static_cast<int>(warps), slots)) * 4;
 }
 // The multi-CTA aligner's three kernels: hist, scan (one CTA of kScanThreads), scatter.
 inline std::size_t hist_smem_bytes(std::int64_t local, int chunk) {

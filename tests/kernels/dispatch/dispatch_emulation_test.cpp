@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -47,6 +48,7 @@ struct AlignCase {
   std::string name;
   std::vector<std::int32_t> ids;
   ExpertRange range;
+  int shift = 0;  // ids placed this many ints past a 16-byte boundary
 };
 
 // Uniform ids over [0, E_total), optionally skewed onto a few experts, with `bad` ids out of
@@ -74,7 +76,11 @@ AlignOut run_aligner(const AlignCase& c, const std::string& aligner, int threads
   const int local = static_cast<int>(c.range.e1 - c.range.e0);
   const std::int64_t slots = static_cast<std::int64_t>(c.ids.size());
   Guarded offsets(local + 1), src(rows), dst(slots);
-  const ak::Dev d{c.ids.data(),
+  std::vector<std::int32_t> placed(static_cast<std::size_t>(slots + 4));
+  const auto at = reinterpret_cast<std::uintptr_t>(placed.data());
+  std::int32_t* ids = placed.data() + ((16 - at % 16) % 16 / 4 + c.shift) % 4;
+  std::copy(c.ids.begin(), c.ids.end(), ids);
+  const ak::Dev d{ids,
                   slots,
                   static_cast<int>(c.range.e0),
                   local,
@@ -172,6 +178,16 @@ TEST(DispatchEmulation, AlignersMatchThePlanBitForBit) {
       make_case("no slot local", 64, 32, 30, 32, 4, true, 0, 7),
   };
   for (const AlignCase& c : cases) EXPECT_EQ(check_aligners(c), "") << c.name;
+}
+
+TEST(DispatchEmulation, AlignersReadIdsAtAnyAlignment) {
+  // The single-CTA aligner loads four ids at a time where they are 16-byte aligned and one at a
+  // time elsewhere; a slot count that is no multiple of four leaves a tail either way.
+  for (int shift : {0, 1, 2, 3}) {
+    AlignCase c = make_case("shifted", 1001, 48, 8, 40, 8, true, 7, 10 + shift);
+    c.shift = shift;
+    EXPECT_EQ(check_aligners(c), "") << shift;
+  }
 }
 
 TEST(DispatchEmulation, AlignerSurvivesUndersizedRows) {
