@@ -235,8 +235,10 @@ std::size_t cached_plans() {
   return plans().size();
 }
 
-std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, std::int64_t rows) {
+std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, const Config& c, std::int64_t rows) {
   auto slot = std::make_shared<LaunchSlot>();
+  slot->spec = s;
+  slot->config = c;
   // setup, GEMM (, silu*up); a call with no rows or no local expert launches nothing.
   slot->kernels = rows == 0 || s.e_local() == 0 ? 0 : s.down ? 2 : 3;
   return slot;
