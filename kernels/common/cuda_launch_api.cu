@@ -43,16 +43,34 @@ void real_launch(const void* func, unsigned grid, unsigned block, std::size_t sm
              "kernel launch");
 }
 
-constexpr CudaRuntimeCalls kReal{real_current_device, real_sm_count, real_set_max_smem, real_blocks_per_sm,
-                                 real_launch};
+int real_max_active_clusters(const void* func, int cluster_x, int cluster_y, int threads, std::size_t smem) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(cluster_x), static_cast<unsigned>(cluster_y), 1);
+  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = static_cast<unsigned>(cluster_x);
+  cluster.val.clusterDim.y = static_cast<unsigned>(cluster_y);
+  cluster.val.clusterDim.z = 1;
+  cfg.attrs = &cluster;
+  cfg.numAttrs = 1;
+  int n = 0;
+  cuda_check(cudaOccupancyMaxActiveClusters(&n, func, &cfg), "cudaOccupancyMaxActiveClusters");
+  return n;
+}
+
+constexpr CudaRuntimeCalls kReal{real_current_device, real_sm_count,          real_set_max_smem, real_blocks_per_sm,
+                                 real_launch,         real_max_active_clusters};
 
 std::atomic<const CudaRuntimeCalls*> calls{&kReal};
-std::atomic<std::uint64_t> n_sm{0}, n_smem{0}, n_occ{0}, n_launch{0};
+std::atomic<std::uint64_t> n_sm{0}, n_smem{0}, n_occ{0}, n_launch{0}, n_clusters{0};
 
 struct Cache {
   std::mutex mu;
   std::map<std::tuple<int, const void*, int, std::size_t>, KernelFacts> facts;
   std::map<int, int> sms;
+  std::map<std::tuple<int, const void*, int, int, int, std::size_t>, int> clusters;
 };
 Cache& cache() {
   static Cache c;
@@ -66,6 +84,17 @@ std::map<std::pair<int, const void*>, std::size_t>& smem_set() {
 }
 
 constexpr std::size_t kDefaultSmem = 48 * 1024;
+
+// Under the cache's lock.
+void opt_in_smem(const CudaRuntimeCalls* rt, int device, const void* func, std::size_t smem) {
+  if (smem <= kDefaultSmem) return;
+  std::size_t& set = smem_set()[{device, func}];
+  if (smem > set) {
+    ++n_smem;
+    rt->set_max_smem(func, smem);
+    set = smem;
+  }
+}
 
 }  // namespace
 
@@ -97,18 +126,26 @@ KernelFacts kernel_facts_on(int device, const void* func, int threads, std::size
   const auto key = std::make_tuple(device, func, threads, smem);
   if (auto it = c.facts.find(key); it != c.facts.end()) return it->second;
   const CudaRuntimeCalls* rt = calls.load();
-  if (smem > kDefaultSmem) {
-    std::size_t& set = smem_set()[{device, func}];
-    if (smem > set) {
-      ++n_smem;
-      rt->set_max_smem(func, smem);
-      set = smem;
-    }
-  }
+  opt_in_smem(rt, device, func, smem);
   ++n_occ;
   KernelFacts f{sms, rt->blocks_per_sm(func, threads, smem)};
   c.facts[key] = f;
   return f;
+}
+
+int cached_max_active_clusters(const void* func, int cluster_x, int cluster_y, int threads, std::size_t smem) {
+  const CudaRuntimeCalls* rt = calls.load();
+  const int device = rt->current_device();
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  const auto key = std::make_tuple(device, func, cluster_x, cluster_y, threads, smem);
+  if (auto it = c.clusters.find(key); it != c.clusters.end()) return it->second;
+  if (!rt->max_active_clusters) throw Error("the CUDA runtime in use cannot size clusters (a test's fake runtime)");
+  opt_in_smem(rt, device, func, smem);
+  ++n_clusters;
+  const int n = rt->max_active_clusters(func, cluster_x, cluster_y, threads, smem);
+  c.clusters[key] = n;
+  return n;
 }
 
 KernelFacts kernel_facts(const void* func, int threads, std::size_t smem) {
@@ -131,7 +168,9 @@ void launch_kernel(const void* func, unsigned grid, unsigned block, std::size_t 
 
 std::uint64_t kernel_launches() { return n_launch.load(); }
 
-CudaCallCounts cuda_call_counts() { return {n_sm.load(), n_smem.load(), n_occ.load(), n_launch.load()}; }
+CudaCallCounts cuda_call_counts() {
+  return {n_sm.load(), n_smem.load(), n_occ.load(), n_launch.load(), n_clusters.load()};
+}
 
 void set_cuda_runtime_calls_for_testing(const CudaRuntimeCalls* c) {
   calls.store(c ? c : &kReal);
@@ -139,6 +178,7 @@ void set_cuda_runtime_calls_for_testing(const CudaRuntimeCalls* c) {
   std::lock_guard lock(ca.mu);
   ca.facts.clear();
   ca.sms.clear();
+  ca.clusters.clear();
   smem_set().clear();
 }
 

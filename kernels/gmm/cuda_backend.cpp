@@ -159,6 +159,8 @@ void bind_tensors(KernelArgs& a, const GmmSpec& s, const Config& c, const RefMap
 
 std::shared_ptr<const Plan> plan(const GmmSpec& s, const Config& c, std::int64_t rows, int max_ctas) {
   auto p = std::make_shared<Plan>();
+  p->spec = s;
+  p->config = c;
   KernelArgs& a = p->args;
   a = plan_args(s, c, rows);
   a.max_ctas = max_ctas;
@@ -278,15 +280,23 @@ BackendImpl cuda_backend() {
   };
   b.run = [](const Params& problem, const Params& config, const RefMap& in, const RefMap& out,
              const LaunchContext& ctx) {
+    // A planned call (the bench's, moe::Kernel's, the layer's stages) takes the problem and
+    // config its plan was made for; only an unplanned one parses them.
+    if (const auto* slot = dynamic_cast<const wgmma::LaunchSlot*>(ctx.plan))
+      return wgmma::run(slot->spec, slot->config, in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream, slot);
+    if (const auto* planned = dynamic_cast<const cuda::Plan*>(ctx.plan))
+      return cuda::run(planned->spec, planned->config, in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream, 0,
+                       planned);
     if (wgmma::selected(config))
       return wgmma::run(GmmSpec::parse(problem), wgmma::parse_config(config), in, out, ctx.workspace,
-                        ctx.workspace_bytes, ctx.stream, dynamic_cast<const wgmma::LaunchSlot*>(ctx.plan));
+                        ctx.workspace_bytes, ctx.stream);
     cuda::run(GmmSpec::parse(problem), cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes,
-              ctx.stream, 0, dynamic_cast<const cuda::Plan*>(ctx.plan));
+              ctx.stream, 0);
   };
   b.plan = [](const Params& problem, const Params& config, const RefMap& in) -> std::shared_ptr<const LaunchPlan> {
     const GmmSpec s = GmmSpec::parse(problem);
-    if (wgmma::selected(config)) return wgmma::launch_slot(s, need(in, s.act_name()).shape.at(0));
+    if (wgmma::selected(config))
+      return wgmma::launch_slot(s, wgmma::parse_config(config), need(in, s.act_name()).shape.at(0));
     return cuda::plan(s, cuda::parse_config(config), need(in, s.act_name()).shape.at(0));
   };
   return b;

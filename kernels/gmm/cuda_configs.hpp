@@ -98,6 +98,8 @@ std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& 
 std::size_t workspace_bytes(const GmmSpec& s, const Config& c);
 // One config's launches for one problem and row count: every runtime query is made here.
 struct Plan : LaunchPlan {
+  GmmSpec spec;                         // the problem and config it was planned for: a planned
+  Config config;                        // call parses neither again
   KernelArgs args;                      // shape fields; run() fills the pointers per call
   std::vector<PlannedLaunch> launches;  // the kernel, then split-K's finalize
 };

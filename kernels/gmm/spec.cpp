@@ -1,6 +1,7 @@
 #include "gmm/spec.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,7 +15,14 @@
 
 namespace moe {
 
+namespace {
+std::atomic<std::uint64_t> n_parses{0};
+}  // namespace
+
+std::uint64_t GmmSpec::parses() { return n_parses.load(std::memory_order_relaxed); }
+
 GmmSpec GmmSpec::parse(const Params& p) {
+  n_parses.fetch_add(1, std::memory_order_relaxed);
   GmmSpec s;
   s.tokens = p.i("tokens");
   s.fp8 = p.s("dtype") == "fp8";

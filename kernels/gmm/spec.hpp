@@ -24,6 +24,8 @@ struct GmmSpec {
 
   // Throws an Error naming the bad parameter and what to do.
   static GmmSpec parse(const Params& problem);
+  // Parses so far in this process: a planned call makes none (the tests read it).
+  static std::uint64_t parses();
 
   std::int64_t e_total() const { return experts + shared; }
   std::int64_t e_local() const { return expert_end - expert_begin; }

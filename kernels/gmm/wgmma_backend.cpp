@@ -8,6 +8,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "common/bounded_cache.hpp"
 #include "gmm/alignment.hpp"
 #include "gmm/detail.hpp"
 #include "gmm/wgmma_configs.hpp"
@@ -141,8 +142,8 @@ struct ResolvedPlan {
 namespace {
 
 std::mutex plans_mutex;
-std::map<PlanKey, std::shared_ptr<const ResolvedPlan>>& plans() {
-  static std::map<PlanKey, std::shared_ptr<const ResolvedPlan>> m;
+BoundedCache<PlanKey, ResolvedPlan>& plans() {
+  static BoundedCache<PlanKey, ResolvedPlan> m(kMaxPlans);
   return m;
 }
 
@@ -197,8 +198,8 @@ static std::shared_ptr<const ResolvedPlan> resolve(const GmmSpec& s, const Confi
                     s.n_w(),     s.k_dim(),  s.max_rows(), workspace, ws_bytes,       device};
   {
     std::lock_guard<std::mutex> lock(plans_mutex);
-    auto it = plans().find(key);
-    if (it == plans().end()) {
+    // Dropped plans stay alive in the launch slots that hold them.
+    return plans().get(key, [&] {
       int cc_major = 0, cc_minor = 0, sms = 0;
       cuda_check(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
       cuda_check(cudaDeviceGetAttribute(&cc_minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute");
@@ -224,11 +225,8 @@ static std::shared_ptr<const ResolvedPlan> resolve(const GmmSpec& s, const Confi
       pa.sm_count = sms;
       pa.device = device;
       p.gemm = e.get(s.dtype)(pa);
-      // Dropped plans stay alive in the launch slots that hold them.
-      if (plans().size() >= kMaxPlans) plans().clear();
-      it = plans().emplace(key, std::move(made)).first;
-    }
-    return it->second;
+      return std::shared_ptr<const ResolvedPlan>(std::move(made));
+    });
   }
 }
 
@@ -237,8 +235,10 @@ std::size_t cached_plans() {
   return plans().size();
 }
 
-std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, std::int64_t rows) {
+std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, const Config& c, std::int64_t rows) {
   auto slot = std::make_shared<LaunchSlot>();
+  slot->spec = s;
+  slot->config = c;
   // setup, GEMM (, silu*up); a call with no rows or no local expert launches nothing.
   slot->kernels = rows == 0 || s.e_local() == 0 ? 0 : s.down ? 2 : 3;
   return slot;

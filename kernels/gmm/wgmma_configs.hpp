@@ -126,10 +126,12 @@ std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& 
 // keeps it, so every later call on that workspace goes straight to the launches.
 struct ResolvedPlan;
 struct LaunchSlot : LaunchPlan {
+  GmmSpec spec;   // the problem and config it was made for: a planned call parses neither again
+  Config config;
   mutable std::shared_ptr<const ResolvedPlan> resolved;  // kept alive here when the cache drops it
   mutable const void* workspace = nullptr;
 };
-std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, std::int64_t rows);
+std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, const Config& c, std::int64_t rows);
 // Plans the config for this workspace (once: later calls with the same problem, config and
 // workspace reuse the plan, through `slot` without a lookup), then launches setup + GEMM
 // (+ silu for up) on `stream`.

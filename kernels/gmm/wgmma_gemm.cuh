@@ -20,6 +20,7 @@
 #include <string>
 
 #include "gmm/wgmma_configs.hpp"
+#include "gmm/wgmma_failure.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
@@ -113,7 +114,8 @@ struct GroupedGemm {
       args.hw_info.max_active_clusters = max_active_clusters();
       const cutlass::Status st = gemm_.initialize(args, p.workspace);
       if (st != cutlass::Status::kSuccess)
-        throw Error(what + "initialize failed (" + cutlassGetStatusString(st) +
+        throw Error(what + "initialize failed (" +
+                    explain_cutlass_failure(cutlassGetStatusString(st), kernel(), Kernel::SharedStorageSize) +
                     "): the device may lack the shared memory this tile needs; use a smaller tile or kernel=mma");
       const dim3 g = Gemm::get_grid_shape(gemm_.params());
       grid_ = g.x * g.y * g.z;
@@ -122,7 +124,8 @@ struct GroupedGemm {
       // run() on the params built once: the kernel launch and nothing else.
       const cutlass::Status st = gemm_.run(static_cast<cudaStream_t>(stream));
       if (st != cutlass::Status::kSuccess)
-        throw Error("gmm wgmma grouped GEMM launch failed: " + launch_failure(st, stream));
+        throw Error("gmm wgmma grouped GEMM launch failed: " +
+                    explain_cutlass_failure(cutlassGetStatusString(st), kernel(), Kernel::SharedStorageSize, stream));
       count_launch(reinterpret_cast<const void*>(&cutlass::device_kernel<Kernel>), grid_, Kernel::MaxThreadsPerBlock,
                    Kernel::SharedStorageSize);
     }
@@ -136,45 +139,10 @@ struct GroupedGemm {
       if constexpr (CM * CN == 1) {
         return 0;  // no cluster: the SM count decides
       } else {
-        const int smem = static_cast<int>(Kernel::SharedStorageSize);
-        cuda_check(cudaFuncSetAttribute(kernel(), cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-                   "cudaFuncSetAttribute(max dynamic shared memory)");
-        cudaLaunchConfig_t cfg{};
-        cfg.gridDim = dim3(CM, CN, 1);
-        cfg.blockDim = dim3(Kernel::MaxThreadsPerBlock, 1, 1);
-        cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
-        cudaLaunchAttribute cluster{};
-        cluster.id = cudaLaunchAttributeClusterDimension;
-        cluster.val.clusterDim.x = CM;
-        cluster.val.clusterDim.y = CN;
-        cluster.val.clusterDim.z = 1;
-        cfg.attrs = &cluster;
-        cfg.numAttrs = 1;
-        int n = 0;
-        cuda_check(cudaOccupancyMaxActiveClusters(&n, kernel(), &cfg), "cudaOccupancyMaxActiveClusters");
+        const int n = cached_max_active_clusters(kernel(), CM, CN, Kernel::MaxThreadsPerBlock, Kernel::SharedStorageSize);
         if (n <= 0) throw Error("gmm wgmma " + shape_str(shape()) + ": no cluster of this kernel fits the device: use a 1x1 cluster");
         return n;
       }
-    }
-
-    // CUTLASS's run() reads (and so clears) the CUDA error and answers "Error Internal": ask
-    // the runtime again what is wrong with this launch, so the caller sees the CUDA error.
-    static std::string launch_failure(cutlass::Status st, void* stream) {
-      std::string why = cutlassGetStatusString(st);
-      cudaError_t e = cudaPeekAtLastError();
-      if (e != cudaSuccess) return why + " (" + cudaGetErrorName(e) + ")";
-      cudaFuncAttributes a{};
-      e = cudaFuncGetAttributes(&a, kernel());
-      if (e != cudaSuccess) {
-        cudaGetLastError();
-        return why + " (cudaFuncGetAttributes: " + cudaGetErrorName(e) + ")";
-      }
-      if (a.maxDynamicSharedSizeBytes < static_cast<int>(Kernel::SharedStorageSize))
-        why += " (the kernel may use " + std::to_string(a.maxDynamicSharedSizeBytes) + " bytes of shared memory, needs " +
-               std::to_string(Kernel::SharedStorageSize) + ")";
-      e = cudaStreamQuery(static_cast<cudaStream_t>(stream));
-      if (e != cudaSuccess && e != cudaErrorNotReady) why += std::string(" (the stream reports ") + cudaGetErrorName(e) + ")";
-      return why;
     }
 
     mutable Gemm gemm_;

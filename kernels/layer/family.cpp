@@ -42,21 +42,22 @@ bool is_fp8(const Params& L) { return L.s("dtype") == "fp8"; }
 DType act_dtype(const Params& L) { return is_fp8(L) ? DType::bf16 : parse_dtype(L.s("dtype")); }
 
 std::int64_t K_of(const Params& p) { return p.i("topk") + p.i("shared"); }
-std::int64_t Et_of(const Params& p) { return p.i("experts") + p.i("shared"); }
+// The local experts' count: the layer holds only their weights and offsets.
+std::int64_t El_of(const Params& p) { return layer_experts(p).count(); }
 
 // The intermediates between stages, sized for the worst-case row count.
 std::vector<TensorSpec> intermediates(const Params& L) {
-  const std::int64_t T = L.i("tokens"), K = K_of(L), Et = Et_of(L), R = layer_max_rows(L);
+  const std::int64_t T = L.i("tokens"), K = K_of(L), El = El_of(L), R = layer_max_rows(L);
   const std::int64_t D = L.i("hidden"), I = L.i("intermediate");
   if (is_fp8(L))
     return {{"weights", DType::f32, {T, K}, ""},   {"ids", DType::i32, {T, K}, ""},
-            {"offsets", DType::i32, {Et + 1}, ""}, {"src", DType::i32, {R}, ""},
+            {"offsets", DType::i32, {El + 1}, ""}, {"src", DType::i32, {R}, ""},
             {"dst", DType::i32, {T * K}, ""},      {"x_sorted", DType::e4m3, {R, D}, ""},
             {"x_scale", DType::f32, {R, D / 128}, ""}, {"h", DType::e4m3, {R, I}, ""},
             {"h_scale", DType::f32, {R, I / 128}, ""}, {"y_sorted", DType::bf16, {R, D}, ""}};
   const DType act = parse_dtype(L.s("dtype"));
   return {{"weights", DType::f32, {T, K}, ""}, {"ids", DType::i32, {T, K}, ""},
-          {"offsets", DType::i32, {Et + 1}, ""}, {"src", DType::i32, {R}, ""},
+          {"offsets", DType::i32, {El + 1}, ""}, {"src", DType::i32, {R}, ""},
           {"dst", DType::i32, {T * K}, ""},      {"x_sorted", act, {R, D}, ""},
           {"h", act, {R, I}, ""},                {"y_sorted", act, {R, D}, ""}};
 }
@@ -270,7 +271,7 @@ FamilyDesc make_layer() {
   f.problem_params = {pp::tokens(),      pp::dtype("bf16", {"bf16", "f16", "fp8"}), pp::experts(), pp::topk(),
                       pp::shared(),      pp::groups(),  pp::topk_group(), pp::group_score(), pp::scoring(),
                       pp::renormalize(), pp::rsf(),     pp::bias(),       pp::hidden(),      pp::intermediate(),
-                      pp::align(),       pp::scale_fmt()};
+                      pp::align(),       pp::scale_fmt(),    pp::expert_begin(), pp::expert_end()};
   f.check_problem = [](const Params& L) {
     for (const Stage& s : layer_stages(L))
       if (family(s.family).check_problem) family(s.family).check_problem(s.problem);
@@ -286,14 +287,14 @@ FamilyDesc make_layer() {
     return fp;
   };
   f.input_specs = [](const Params& L) {
-    const std::int64_t T = L.i("tokens"), E = L.i("experts"), Et = Et_of(L), D = L.i("hidden"), I = L.i("intermediate");
+    const std::int64_t T = L.i("tokens"), E = L.i("experts"), El = El_of(L), D = L.i("hidden"), I = L.i("intermediate");
     const DType act = act_dtype(L), wt = is_fp8(L) ? DType::e4m3 : act;
     std::vector<TensorSpec> v = {{"logits", act, {T, E}, "router logits"}, {"x", act, {T, D}, "activations"},
-                                 {"w13", wt, {Et, 2 * I, D}, "gate and up weights"},
-                                 {"w2", wt, {Et, D, I}, "down weights"}};
+                                 {"w13", wt, {El, 2 * I, D}, "gate and up weights of the local experts"},
+                                 {"w2", wt, {El, D, I}, "down weights of the local experts"}};
     if (is_fp8(L)) {
-      v.push_back({"w13_scale", DType::f32, {Et, 2 * I / 128, D / 128}, "fp32 scale of each 128x128 block of w13"});
-      v.push_back({"w2_scale", DType::f32, {Et, D / 128, I / 128}, "fp32 scale of each 128x128 block of w2"});
+      v.push_back({"w13_scale", DType::f32, {El, 2 * I / 128, D / 128}, "fp32 scale of each 128x128 block of w13"});
+      v.push_back({"w2_scale", DType::f32, {El, D / 128, I / 128}, "fp32 scale of each 128x128 block of w2"});
     }
     if (L.b("bias")) v.push_back({"bias", DType::f32, {E}, "e_score_correction_bias"});
     return v;
@@ -326,9 +327,10 @@ FamilyDesc make_layer() {
   };
   f.cost = [](const Params& L, const TensorMap& in) {
     Cost c;
-    const double T = L.i("tokens"), K = K_of(L), D = L.i("hidden"), I = L.i("intermediate");
+    const double T = L.i("tokens"), D = L.i("hidden"), I = L.i("intermediate");
     const double es = dtype_size(act_dtype(L)), ws = is_fp8(L) ? 1.0 + 4.0 / (128 * 128) : es;
-    // Weight bytes of the experts the tokens actually reach: routing decides it, so count it.
+    // Weight bytes of the local experts the tokens actually reach: routing decides it, so count
+    // it; the flops are those of the slots routed to a local expert.
     TensorMap r;
     r["logits"] = in.at("logits");
     if (in.count("bias")) r["bias"] = in.at("bias");
@@ -337,9 +339,16 @@ FamilyDesc make_layer() {
     family("router").reference(stages[0].problem, r, ro);
     std::set<std::int32_t> active;
     const Tensor& ids = ro.at("ids");
-    for (std::int64_t i = 0; i < ids.numel(); ++i) active.insert(ids.data<std::int32_t>()[i]);
+    const ExpertRange local = layer_experts(L);
+    double slots = 0;
+    for (std::int64_t i = 0; i < ids.numel(); ++i) {
+      const std::int32_t id = ids.data<std::int32_t>()[i];
+      if (id < local.begin || id >= local.end) continue;
+      active.insert(id);
+      ++slots;
+    }
     c.bytes = active.size() * 3.0 * I * D * ws + 2.0 * T * D * es + in.at("logits").nbytes();
-    c.flops = 2.0 * T * K * D * 3.0 * I;
+    c.flops = 2.0 * slots * D * 3.0 * I;
     return c;
   };
   f.estimate = [](const Params& L) {

@@ -31,9 +31,15 @@ std::vector<Stage> layer_stages(const Params& L) {
   };
 }
 
+ExpertRange layer_experts(const Params& L) {
+  const std::int64_t all = L.i("experts") + L.i("shared");
+  const std::int64_t end = L.has("expert_end") && L.i("expert_end") >= 0 ? L.i("expert_end") : all;
+  return {L.has("expert_begin") ? L.i("expert_begin") : 0, end};
+}
+
 std::int64_t layer_max_rows(const Params& L) {
-  const std::int64_t K = L.i("topk") + L.i("shared"), E = L.i("experts") + L.i("shared");
-  return L.i("tokens") * K + E * (L.i("align") - 1);
+  const std::int64_t K = L.i("topk") + L.i("shared");
+  return L.i("tokens") * K + layer_experts(L).count() * (L.i("align") - 1);
 }
 
 }  // namespace moe

@@ -16,7 +16,15 @@ struct Stage {
 
 std::vector<Stage> layer_stages(const Params& layer_problem);
 
-// Rows after dispatch in the worst case (every slot local, every segment padded):
+// The layer's local experts [begin, end) of experts + shared (expert parallelism: dispatch and
+// gmm take only these; the router scores all, combine sums what is local). Checked by dispatch.
+struct ExpertRange {
+  std::int64_t begin = 0, end = 0;
+  std::int64_t count() const { return end - begin; }
+};
+ExpertRange layer_experts(const Params& layer_problem);
+
+// Rows after dispatch in the worst case (every slot local, every local segment padded):
 // intermediate buffers are sized by it because the real R is only known on the device.
 std::int64_t layer_max_rows(const Params& layer_problem);
 

@@ -214,3 +214,12 @@ TEST(AxesCli, ExpertParallelismSlicesTheOverriddenExpertCount) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("dispatch ep=3: skipped: --ep 3 does not divide the 128 routed experts"), std::string::npos) << r.out;
 }
+
+// The layer takes the slice as its dispatch and gmm stages do: a deepseek-v3 rank at --ep 8
+// holds 32 of the 256 experts (the whole model's weights would not fit in host memory).
+TEST(AxesCli, LayerRunsOnItsExpertSlice) {
+  const Proc r = mb("run moe-layer --model deepseek-v3 --ep 8 --ep-rank 1 --hidden 256 --intermediate 128 --tokens 16 "
+                    "--backend cpu --repeat 2");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("expert_begin=32,expert_end=64"), std::string::npos) << r.out;
+}

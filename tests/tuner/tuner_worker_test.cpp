@@ -131,3 +131,21 @@ TEST(TunerWorker, PriorSamplesOfAnotherTimerAreRefused) {
   EXPECT_EQ(r.body.value("timer", ""), "steady_clock");
   EXPECT_GE(r.body["samples_us"].size(), 5u) << "a restart meets the rule's minimum on its own samples";
 }
+
+// A cuda prepare that fails (no GPU here; a problem the family refuses on a GPU) leaves no
+// bench: a measure then answers a failed status naming the missing bench, and the worker lives.
+TEST(TunerWorker, MeasureWithoutABenchIsAFailureNotACrash) {
+  WorkerProcess w(fork_launch());
+  ASSERT_EQ(w.call(prepare_request(), 30).kind, Reply::ok);
+  json req = prepare_request();
+  req["backend"] = "cuda";
+  req["problem"]["width"] = 13;  // rejected by check_problem where a GPU gets that far
+  Reply r = w.call(req, 30);
+  ASSERT_EQ(r.kind, Reply::ok);
+  EXPECT_FALSE(r.body.value("ok", true)) << r.body.dump();
+  r = w.call(measure_request(16, "normal"), 30);
+  ASSERT_EQ(r.kind, Reply::ok) << "the worker must answer, not die";
+  EXPECT_EQ(r.body.value("status", ""), "failed") << r.body.dump();
+  EXPECT_NE(r.body.value("error", "").find("without a bench"), std::string::npos) << r.body.dump();
+  EXPECT_TRUE(w.running());
+}

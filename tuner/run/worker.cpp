@@ -10,6 +10,7 @@
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "tuner/measure/cupti_timer.hpp"
+#include "tuner/measure/gpu_state_run.hpp"
 #include "tuner/measure/harness.hpp"
 #include "tuner/measure/json_io.hpp"
 #include "tuner/base/line_io.hpp"
@@ -180,6 +181,10 @@ class Worker {
   }
 
   json measure(const json& req) {
+    // A cuda point is timed only by its bench: after a failed prepare there is none, and the
+    // cpu timer must not stand in for it.
+    if (backend_ == Backend::cuda && !bench_)
+      throw Error("worker: measure on the cuda backend without a bench (its prepare failed, or none was made: protocol error)");
     const Prepared& p = need_point();
     const Params config = params_from_json(req.at("config"), "config");
     const StopRule rule = stop_rule_from_json(req.at("rule"));
@@ -194,23 +199,12 @@ class Worker {
                              prior_timer);
       r["batch"] = t.batch();
     } else {
-      if (!bench_) throw Error("worker: measure on the cuda backend without a bench (protocol error)");
       bench_->set_config(config);
-      // Read after the first sample, not before: right after idle the clocks read low while
-      // they ramp, and the reading would flag a throttle that the samples never saw.
-      GpuState before;
-      bool read = false;
-      run = sample_one_timer(
-          [&] {
-            TimedSample x = bench_->sample();
-            if (!read) {
-              before = read_gpu_state(pci_);
-              read = true;
-            }
-            return x;
-          },
-          rule, incumbent, prior, prior_timer);
-      const GpuState after = read_gpu_state(pci_);
+      const StatedRun sr = sample_with_gpu_state([&] { return bench_->sample(); }, [&] { return read_gpu_state(pci_); },
+                                                 rule, incumbent, prior, prior_timer);
+      run = sr.run;
+      const GpuState& before = sr.before;
+      const GpuState& after = sr.after;
       r["batch"] = bench_->batch();
       r["kernels"] = bench_->kernels_per_call();
       r["kernel_attrs"] = bench_->kernel_attributes();

@@ -20,6 +20,9 @@ struct CudaRuntimeCalls {
   int (*blocks_per_sm)(const void* func, int threads, std::size_t smem);
   // grid and block are 1-D; `args` as cudaLaunchKernel takes them.
   void (*launch)(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args);
+  // cudaOccupancyMaxActiveClusters for a cluster_x by cluster_y cluster of `threads`-thread
+  // blocks (the kernel already opted into `smem`). Null in a fake that launches no clusters.
+  int (*max_active_clusters)(const void* func, int cluster_x, int cluster_y, int threads, std::size_t smem) = nullptr;
 };
 
 // What the runtime said about one kernel at one launch shape on one device.
@@ -35,6 +38,10 @@ KernelFacts kernel_facts_on(int device, const void* func, int threads, std::size
 int launch_device();
 // A device's SM count, cached per device.
 int cached_sm_count(int device);
+
+// How many clusters of cluster_x by cluster_y blocks can be resident at once (0: none fits),
+// cached like kernel_facts; opts the kernel into `smem` first when it needs more than 48 KiB.
+int cached_max_active_clusters(const void* func, int cluster_x, int cluster_y, int threads, std::size_t smem);
 
 // Launches through the runtime (cudaLaunchKernel) and counts the launch.
 void launch_kernel(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args);
@@ -61,7 +68,7 @@ void record_launches(std::vector<LaunchRecord>* into);
 std::uint64_t kernel_launches();
 // Runtime calls made so far: queries (current_device excluded) and launches, for tests.
 struct CudaCallCounts {
-  std::uint64_t sm_count = 0, set_max_smem = 0, blocks_per_sm = 0, launches = 0;
+  std::uint64_t sm_count = 0, set_max_smem = 0, blocks_per_sm = 0, launches = 0, max_active_clusters = 0;
 };
 CudaCallCounts cuda_call_counts();
 

@@ -124,6 +124,15 @@ TEST_F(LaunchPlanTest, GmmBackendPlanIsWhatRunUses) {
   b.run(g.p.problem, config, refs(g.p.inputs), refs(g.out), ctx);
   EXPECT_EQ(queries(), before);
   EXPECT_EQ(kernel_launches() - launched, 2u);
+  // The plan carries the parsed problem and config: planned calls parse nothing again.
+  const std::uint64_t parses = GmmSpec::parses();
+  for (int i = 0; i < 3; ++i) b.run(g.p.problem, config, refs(g.p.inputs), refs(g.out), ctx);
+  EXPECT_EQ(GmmSpec::parses(), parses) << "a planned call re-parsed the gmm problem";
+  EXPECT_EQ(kernel_launches() - launched, 8u);
+  // Unplanned, a call parses once.
+  ctx.plan = nullptr;
+  b.run(g.p.problem, config, refs(g.p.inputs), refs(g.out), ctx);
+  EXPECT_EQ(GmmSpec::parses(), parses + 1);
 }
 
 // A wgmma call launches setup + GEMM (+ silu*up for up): its plan says so, so the bench's
