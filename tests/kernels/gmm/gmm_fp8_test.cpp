@@ -1,7 +1,7 @@
 // gmm in fp8 (DESIGN.md 1.6): the reference against a naive dequantize-then-fp64 product
 // written here, the cpu backend's every fp8 config against the reference (fp32 and ue8m0
 // scales, experts without rows, padding rows, amax-0 and large groups), validation catching
-// codes and scales that are off, and the refusals (shapes, configs, the cuda backend).
+// codes and scales that are off, and the refusals (shapes, configs, the cuda backend's bf16 tiles).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -166,7 +166,7 @@ TEST(GmmFp8Validate, CodesWithinOneStepAndScalesWithinOneUlp) {
                }).ok);
 }
 
-TEST(GmmFp8Problem, RefusesShapesConfigsAndTheCudaBackend) {
+TEST(GmmFp8Problem, RefusesShapesAndConfigs) {
   auto error_of = [](const Params& p) -> std::string {
     try {
       F().check_problem(complete(F().problem_params, p, "gmm"));
@@ -186,8 +186,18 @@ TEST(GmmFp8Problem, RefusesShapesConfigsAndTheCudaBackend) {
   EXPECT_NE(F().need_backend(Backend::cpu).invalid_reason(ok, Params{{"block_m", std::int64_t{8}}, {"block_n", std::int64_t{64}}, {"block_k", std::int64_t{128}}}, DeviceInfo{}).find("fp8 takes block_n=128"),
             std::string::npos);
   const BackendImpl& cuda = F().need_backend(Backend::cuda);
-  EXPECT_EQ(cuda.invalid_reason(ok, cuda.default_config(ok, DeviceInfo{}), DeviceInfo{}), gmm::kFp8NoCuda);
-  EXPECT_TRUE(cuda.space(ok, DeviceInfo{}, true).empty());
+  // kernel=mma runs fp8 with its own tiles (block_k one 128-wide scale block); the bf16 tiles say so.
+  EXPECT_EQ(cuda.invalid_reason(ok, cuda.default_config(ok, DeviceInfo{}), DeviceInfo{}), "");
+  const auto space = cuda.space(ok, DeviceInfo{}, true);
+  ASSERT_FALSE(space.empty());
+  for (const Params& c : space)
+    if (c.s("kernel") == "mma") EXPECT_EQ(c.i("block_k"), 128) << c.str();
+  Params bf16_tile = cuda.default_config(ok, DeviceInfo{});
+  bf16_tile.set("block_k", std::int64_t{64});
+  EXPECT_NE(cuda.invalid_reason(ok, bf16_tile, DeviceInfo{}).find("one 128-wide scale block"), std::string::npos);
+  Params split_up = cuda.default_config(ok, DeviceInfo{});
+  split_up.set("split_k", std::int64_t{2});
+  EXPECT_NE(cuda.invalid_reason(ok, split_up, DeviceInfo{}).find("split_k must be 1 for stage=up"), std::string::npos);
   // vLLM's spelling is the same problem.
   const ParamSpec* dt = F().problem_param("dtype");
   EXPECT_EQ(parse_value(*dt, "fp8_w8a8"), Value(std::string("fp8")));
