@@ -212,7 +212,7 @@ BackendImpl cuda_backend() {
       int_param("block_n", 128, 64, 256, "weight rows per CTA tile (64,128,256); up: half gate, half up"),
       int_param("block_k", 64, 32, 128, "K slice per pipeline stage (32,64; fp8: 128, one scale block)"),
       int_param("warps_m", 2, 1, 4, "warps along M"),
-      int_param("warps_n", 2, 1, 4, "warps along N"),
+      int_param("warps_n", 2, 1, 8, "warps along N (fp8 block_n=256: 8)"),
       int_param("stages", 3, 2, 4, "cp.async pipeline depth"),
       int_param("split_k", 1, 1, 8, "K split over CTAs, fp32 partials summed in order (1,2,3,4,6,8)"),
       int_param("group_m", 1, 1, 8, "tile order: M-tiles walked per N-tile (1,4,8); >1 reuses weight tiles in L2"),
