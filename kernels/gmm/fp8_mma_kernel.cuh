@@ -19,6 +19,17 @@
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 
 
+// A warp's mma accumulators: MT x NT tiles of four floats.
+template <int MT, int NT>
+GMM_DEVICE void zero_frags(float (&v)[MT][NT][4]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) v[i][j][q] = 0.0f;
+}
+
 template <int BM, int BN, int WARPS_N, int STAGES, bool UP>
 GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
   constexpr int THREADS = WARPS_N * 32;
@@ -107,23 +118,13 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
       ws_row[j] = p.w_scale + (static_cast<long long>(e) * NWB + weight_row(warp_n * WN + j * 8) / BK) * KB;
 
     float acc[MT][NT][4];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
+    zero_frags(acc);
 
     auto compute = [&](int stage, int kb) {
       const unsigned char* a_base = smem + stage * STAGE_BYTES + g * LDS + 4 * t;
       const unsigned char* b_base = a_base + A_STAGE + warp_n * WN * LDS;
       float blk[MT][NT][4];
-#pragma unroll
-      for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-#pragma unroll
-          for (int q = 0; q < 4; ++q) blk[i][j][q] = 0.0f;
+      zero_frags(blk);
 #pragma unroll
       for (int ks = 0; ks < BK; ks += 16) {
         std::uint32_t af[MT][4];
