@@ -35,8 +35,9 @@ def identify(name, static, obj=None):
                 "variant": {"stage": "up" if bool_arg(t[4]) else "down", "dtype": "fp8"},
                 "threads": wn * 32, "dynamic_smem_unknown": True}
     if (t := template_args(name, "silu_quant_kernel")):
-        return {"family": "gmm", "kind": "fp8-silu-quant", "config": None, "variant": {"dtype": "fp8"},
-                "threads": int(t[0])}
+        # fp8 up's second pass, after the tiles that hold less than a 128-wide group of h.
+        return {"family": "gmm", "kind": "fp8-silu-quant", "config": {"block_k": 128, "block_n": 128},
+                "variant": {"stage": "up", "dtype": "fp8"}, "threads": int(t[0])}
     if (t := template_args(name, "quant_gather_kernel")):
         return {"family": "dispatch", "kind": "gather", "config": {"threads": int(t[0]), "vec": 16},
                 "variant": {"order": "row", "dtype": "fp8"}, "threads": int(t[0])}
