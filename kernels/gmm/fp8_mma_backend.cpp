@@ -18,8 +18,8 @@ constexpr int kSplits[] = {1, 2, 4, 8};
 constexpr double kMaxWorkspace = 1.0e9;
 
 std::string tile_str(const cuda::TileShape& t) {
-  return std::to_string(t.bm) + "x" + std::to_string(t.bn) + " warps_n " + std::to_string(t.warps_n) + " stages " +
-         std::to_string(t.stages);
+  return "block_m=" + std::to_string(t.bm) + " block_n=" + std::to_string(t.bn) + " warps_n=" + std::to_string(t.warps_n) +
+         " stages=" + std::to_string(t.stages);
 }
 
 int n_tiles(const GmmSpec& s, const cuda::TileShape& t) {
@@ -37,9 +37,9 @@ std::string invalid_reason(const GmmSpec& s, const cuda::Config& c, const Device
   const auto all = tiles();
   if (std::find(all.begin(), all.end(), c.shape) == all.end()) {
     std::string built;
-    for (auto& t : all) built += (built.empty() ? "" : "; ") + std::string("block_m ") + tile_str(t);
-    return "fp8 mma: no kernel with block_m " + tile_str(c.shape) + " block_k " + std::to_string(c.shape.bk) +
-           " warps_m " + std::to_string(c.shape.warps_m) + " (block_k is one 128-wide scale block); built: " + built;
+    for (auto& t : all) built += (built.empty() ? "" : "; ") + tile_str(t);
+    return "fp8 mma: no kernel with " + tile_str(c.shape) + " block_k=" + std::to_string(c.shape.bk) +
+           " warps_m=" + std::to_string(c.shape.warps_m) + " (block_k=128, one scale block; warps_m=1); built: " + built;
   }
   if (c.group_m != 1) return "fp8 mma walks an M-tile's N-tiles in a row: group_m must be 1";
   if (std::find(std::begin(kSplits), std::end(kSplits), c.split) == std::end(kSplits))

@@ -194,7 +194,7 @@ TEST(GmmFp8Problem, RefusesShapesAndConfigs) {
     if (c.s("kernel") == "mma") EXPECT_EQ(c.i("block_k"), 128) << c.str();
   Params bf16_tile = cuda.default_config(ok, DeviceInfo{});
   bf16_tile.set("block_k", std::int64_t{64});
-  EXPECT_NE(cuda.invalid_reason(ok, bf16_tile, DeviceInfo{}).find("one 128-wide scale block"), std::string::npos);
+  EXPECT_NE(cuda.invalid_reason(ok, bf16_tile, DeviceInfo{}).find("block_k=128, one scale block"), std::string::npos);
   Params split_up = cuda.default_config(ok, DeviceInfo{});
   split_up.set("split_k", std::int64_t{2});
   EXPECT_NE(cuda.invalid_reason(ok, split_up, DeviceInfo{}).find("split_k must be 1 for stage=up"), std::string::npos);
