@@ -24,16 +24,8 @@ namespace {
 
 using gmm::cuda::Config;
 using gmm::cuda::TileShape;
-using testing::gmm_problem;
+using testing::fp8_gmm_problem;
 using testing::i32_tensor;
-
-Params fp8(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t D, std::int64_t I, std::int64_t A,
-           const std::string& stage, const std::string& fmt = "fp32") {
-  Params p = gmm_problem(T, E, k, 0, D, I, A, stage, "fp8");
-  p.set("scale_fmt", fmt);
-  if (stage == "down") p.set("routed_weight", std::int64_t{1});
-  return p;
-}
 
 tuner::Prepared prep(const Params& pr, TensorMap given = {}, std::uint64_t seed = 1) {
   InputOptions o;
@@ -70,7 +62,7 @@ TEST(GmmFp8MmaEmulation, EveryConfigBothStagesAndScaleFormats) {
   // three K blocks, I = 256 gives down two and up one fused h group per 256-wide tile.
   for (const char* stage : {"up", "down"})
     for (const char* fmt : {"fp32", "ue8m0"}) {
-      const auto p = prep(fp8(12, 8, 2, 384, 256, 16, stage, fmt), {}, 7);
+      const auto p = prep(fp8_gmm_problem(12, 8, 2, 384, 256, 16, stage, fmt), {}, 7);
       const GmmSpec s = GmmSpec::parse(p.problem);
       const auto space = gmm::fp8_mma::space(s, emu_device_info(), true);
       ASSERT_EQ(space.size(), std::string(stage) == "up" ? 4u : 8u) << stage;
@@ -87,7 +79,7 @@ TEST(GmmFp8MmaEmulation, RaggedSegmentsAndKBlockBoundaries) {
   given["offsets"] = i32_tensor({0, 0, 1, 18, 51});
   for (const char* stage : {"up", "down"}) {
     const bool up = std::string(stage) == "up";
-    const auto p = prep(fp8(51, 4, 1, up ? 128 : 256, up ? 256 : 384, 1, stage), given, 11);
+    const auto p = prep(fp8_gmm_problem(51, 4, 1, up ? 128 : 256, up ? 256 : 384, 1, stage), given, 11);
     std::string fails;
     for (auto& t : gmm::fp8_mma::tiles())
       for (int split : {1, 2, 4}) {
@@ -103,7 +95,7 @@ TEST(GmmFp8MmaEmulation, NanInfAndCodesAt448) {
   // Row 3: a NaN code; row 5: an infinite x_scale on its second K block (finite codes become
   // inf or NaN); row 9: every code of its first block +-448, as are weight codes of expert 1.
   for (const char* stage : {"up", "down"}) {
-    const auto base = prep(fp8(16, 2, 1, 256, 256, 8, stage), {}, 5);
+    const auto base = prep(fp8_gmm_problem(16, 2, 1, 256, 256, 8, stage), {}, 5);
     TensorMap in = base.inputs;
     const GmmSpec s = GmmSpec::parse(base.problem);
     const std::int64_t K = s.k_dim();
