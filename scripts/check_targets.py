@@ -56,14 +56,21 @@ def measure(target, docs, peers):
         total_us = sum(r["stats"]["median_us"] for r, _ in picks)
         gbps = total_bytes / (total_us * 1e-6) * 1e-9
         return 100.0 * gbps / copy, f"{gbps:.0f} of {copy:.0f} GB/s in {total_us:.1f} us", configs
+    if metric == "tflops":
+        return rec["tflops"], f"{rec['tflops']:.0f} TFLOP/s in {rec['stats']['median_us']:.1f} us", configs
+    if metric == "x_sweep":
+        other = picks[1][0]
+        if other["tflops"] <= 0:
+            return None, "the second sweep's best record has no TFLOP/s", configs
+        return rec["tflops"] / other["tflops"], f"{rec['tflops']:.0f} vs {other['tflops']:.0f} TFLOP/s", configs
     if metric == "pct_peer":
-        # "peer": "grouped_mm" judges against torch._grouped_mm, else cuBLAS's dense GEMM.
+        # "peer": "grouped_mm" or "scaled_mm" judges against that torch op, else cuBLAS's dense GEMM.
         peer = peers.get(target["id"]) or {}
-        grouped = target.get("peer") == "grouped_mm"
-        tflops = peer.get("grouped_mm_tflops" if grouped else "tflops", 0)
-        name = "torch._grouped_mm" if grouped else peer.get("name", "")
+        op = target.get("peer")
+        tflops = peer.get(f"{op}_tflops" if op else "tflops", 0)
+        name = f"torch._{op}" if op else peer.get("name", "")
         if tflops <= 0:
-            why = peer.get("grouped_mm_error", "") if grouped else ""
+            why = peer.get(f"{op}_error", "") if op else ""
             return None, "no peer measurement (run scripts/peers.py on the GPU)" + (f": {why}" if why else ""), configs
         return 100.0 * rec["tflops"] / tflops, f"{rec['tflops']:.0f} vs {name} {tflops:.0f} TFLOP/s", configs
     raise ValueError(f"target {target['id']}: unknown metric {metric!r}")
@@ -77,8 +84,11 @@ def judge(target, value):
     return value >= target["min"]
 
 
+UNITS = {"median_us": " us", "tflops": " TFLOP/s", "x_sweep": "x"}
+
+
 def bound_text(target):
-    unit = " us" if target["metric"] == "median_us" else "%"
+    unit = UNITS.get(target["metric"], "%")
     return (f"<= {target['max']}{unit}" if "max" in target else f">= {target['min']}{unit}")
 
 
@@ -122,7 +132,7 @@ def main():
     print("| issue | target | measured | bound | met | detail | config |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        unit = " us" if r["metric"] == "median_us" else "%"
+        unit = UNITS.get(r["metric"], "%")
         value = "—" if r["value"] is None else f"{r['value']:.1f}{unit}"
         met = {True: "yes", False: "**no**", None: "—"}[r["met"]]
         print(f"| {r['issue']} | {r['name']} | {value} | {r['bound']} | {met} | {r['detail']} | "

@@ -6,7 +6,10 @@ problem from that target's sweep results (DIR/<id>/0/results.json) and time cuBL
 bf16 GEMM on the same FLOPs (torch.matmul of [rows, K] x [K, N], rows = the rows the sweep's
 problem routed to its local experts), and torch._grouped_mm on the same local experts with
 equal rows each, where this torch has it (a target with "peer": "grouped_mm" is judged
-against that one). Writes DIR/peers.json for scripts/check_targets.py.
+against that one). For fp8 problems, also the per-expert block-scaled fp8 GEMM of cuBLASLt
+(torch._scaled_mm with 1x128 activation and 128x128 weight scales), where this torch has that
+recipe ("peer": "scaled_mm"); it is skipped, with the reason, where it does not. Writes
+DIR/peers.json for scripts/check_targets.py.
 
 usage: peers.py DIR [--targets scripts/targets.json] [--iters 20]
 """
@@ -50,6 +53,25 @@ def local_experts(problem):
     begin, end = problem.get("expert_begin", 0), problem.get("expert_end", -1)
     end = total if end is None or end < 0 else end
     return max(end - begin, 1)
+
+
+def scaled_mm_blockwise(torch, per, N, K, E, iters):
+    """TFLOP/s of E experts' [per,K] x [K,N] in e4m3, one torch._scaled_mm each, with fp32 scales
+    per 1x128 of the activations and per 128x128 block of the weights, bf16 out. Raises where
+    this torch or device has no such recipe (the caller records why)."""
+    fp8 = torch.float8_e4m3fn
+    xs = [torch.randn(per, K, device="cuda").to(fp8) for _ in range(E)]
+    ws = [torch.randn(N, K, device="cuda").to(fp8) for _ in range(E)]  # K-major: .t() is column-major
+    sa = [torch.rand(per, K // 128, device="cuda") + 0.5 for _ in range(E)]
+    sb = [torch.rand(K // 128, N // 128, device="cuda") + 0.5 for _ in range(E)]
+
+    def run():
+        for x, w, a, b in zip(xs, ws, sa, sb):
+            torch._scaled_mm(x, w.t(), scale_a=a, scale_b=b, out_dtype=torch.bfloat16)
+
+    run()  # raises here when the recipe is missing
+    ms = median_ms(torch, run, iters)
+    return 2.0 * per * E * N * K / (ms * 1e-3) * 1e-12
 
 
 def main():
@@ -101,6 +123,13 @@ def main():
                 del wg
             except Exception as e:  # an optional peer: say why it is absent
                 entry["grouped_mm_error"] = str(e).splitlines()[0][:200]
+        if problem.get("dtype") == "fp8" and per > 0:
+            try:
+                if not hasattr(torch, "_scaled_mm"):
+                    raise RuntimeError(f"torch {torch.__version__} has no _scaled_mm")
+                entry["scaled_mm_tflops"] = scaled_mm_blockwise(torch, per, N, K, E, a.iters)
+            except Exception as e:  # the 1x128/128x128 recipe is new in torch: say why it is absent
+                entry["scaled_mm_error"] = str(e).splitlines()[0][:200]
         peers[t["id"]] = entry
         print(f"{t['id']}: {entry['name']} [{M}x{K}]x[{K}x{N}] {entry['tflops']:.0f} TFLOP/s")
         del x, w

@@ -55,11 +55,21 @@ std::string gather_invalid(const DispatchSpec& s, const Params& c) {
   return "";
 }
 
+// fp8 gathers by row with 16-byte accesses, one warp per four 128-column groups.
+std::string quant_gather_invalid(const DispatchSpec& s, const Params& c) {
+  if (!one_of(c.i("threads"), kQuantGatherThreads)) return "fp8: threads must be one of " + list(kQuantGatherThreads);
+  if (c.s("order") != "row" || c.i("rows") != 1 || c.i("vec") != 16 || c.i("unroll") != 4)
+    return "fp8's quantizing gather reads x by row, 16 bytes at a time: keep order=row rows=1 vec=16 unroll=4 (only "
+           "threads varies)";
+  if (s.D % 128) return "fp8 quantizes groups of 128: hidden must be a multiple of 128";
+  return "";
+}
+
 std::string invalid_reason(const Params& problem, const Params& c, const DeviceInfo& dev) {
   const DispatchSpec s = DispatchSpec::parse(problem);
-  if (s.fp8) return std::string("fp8 has no cuda quantizing gather yet (it runs on the cpu backend): use --backend cpu");
   std::string why = aligner_invalid(s, c, dev);
-  return why.empty() ? gather_invalid(s, c) : why;
+  if (!why.empty()) return why;
+  return s.fp8 ? quant_gather_invalid(s, c) : gather_invalid(s, c);
 }
 
 std::int64_t widest_vec(const DispatchSpec& s) {
@@ -77,10 +87,11 @@ Params make(const std::string& aligner, std::int64_t at, std::int64_t chunk, con
 Params default_config(const Params& problem, const DeviceInfo& dev) {
   const DispatchSpec s = DispatchSpec::parse(problem);
   const std::int64_t vec = widest_vec(s);
-  const std::int64_t rows = row_bytes(s) <= 1024 ? 4 : 1;  // short rows: several per CTA
+  const std::int64_t rows = row_bytes(s) <= 1024 && !s.fp8 ? 4 : 1;  // short rows: several per CTA
   // Once the routed copies outgrow the L2, reading each token once beats re-reading it per row.
   const double l2 = dev.l2_bytes ? static_cast<double>(dev.l2_bytes) : 50e6;
-  const std::string order = static_cast<double>(s.slots()) * static_cast<double>(row_bytes(s)) > l2 ? "token" : "row";
+  const bool by_token = !s.fp8 && static_cast<double>(s.slots()) * static_cast<double>(row_bytes(s)) > l2;
+  const std::string order = by_token ? "token" : "row";
   Params c = make("single", 1024, 2048, order, 256, rows, vec, 4);
   if (s.slots() <= 4096 && aligner_invalid(s, c, dev).empty()) return c;
   c.set("aligner", std::string("multi")).set("align_threads", std::int64_t{256});
@@ -91,7 +102,6 @@ Params default_config(const Params& problem, const DeviceInfo& dev) {
 
 std::vector<Params> space(const Params& problem, const DeviceInfo& dev, bool full) {
   const DispatchSpec s = DispatchSpec::parse(problem);
-  if (s.fp8) return {};  // no quantizing gather is launched yet: invalid_reason says so
   std::vector<Params> aligners;
   for (int th : kSingleThreads)
     if (full || th == 1024) aligners.push_back(make("single", th, 2048, "row", 0, 0, 0, 0));
@@ -101,12 +111,14 @@ std::vector<Params> space(const Params& problem, const DeviceInfo& dev, bool ful
   // Narrower vectors than the widest valid one only lose; full keeps one step down.
   const std::int64_t widest = widest_vec(s);
   std::vector<Params> gathers;
+  for (int th : kQuantGatherThreads)
+    if (s.fp8 && (full || th == 256)) gathers.push_back(make("", 0, 0, "row", th, 1, 16, 4));
   for (const char* order : {"row", "token"})
     for (int th : kGatherThreads)
       for (int rows : kGatherRows)
         for (int vec : kGatherVec)
           for (int u : kGatherUnroll) {
-            if (!full && (rows == 2 || u != 4)) continue;
+            if (s.fp8 || (!full && (rows == 2 || u != 4))) continue;
             if (vec != widest && (!full || vec * 2 != widest)) continue;
             gathers.push_back(make("", 0, 0, order, th, rows, vec, u));
           }
@@ -114,7 +126,7 @@ std::vector<Params> space(const Params& problem, const DeviceInfo& dev, bool ful
   for (auto& a : aligners) {
     if (!aligner_invalid(s, a, dev).empty()) continue;
     for (auto& g : gathers) {
-      if (!gather_invalid(s, g).empty()) continue;
+      if (!(s.fp8 ? quant_gather_invalid(s, g) : gather_invalid(s, g)).empty()) continue;
       Params c = g;
       for (const char* k : {"aligner", "align_threads", "align_chunk"}) c.set(k, a.at(k));
       r.push_back(c);
@@ -160,6 +172,11 @@ void run_dispatch(const Launchers& l, const Params& problem, const Params& c, co
   g.K = static_cast<int>(s.K);
   g.row_bytes = row_bytes(s);
   g.used_rows = a.offsets + s.local();  // written by the aligner above, on the same stream
+  if (s.fp8) {
+    g.x_scale = need(out, "x_scale").as<float>();
+    g.ue8m0 = s.ue8m0;
+    return l.quant_gatherer(g, static_cast<int>(c.i("threads")), ctx.stream);
+  }
   ScatterArgs by_token;
   by_token.dst = a.dst;
   by_token.T = s.T;
@@ -170,7 +187,7 @@ void run_dispatch(const Launchers& l, const Params& problem, const Params& c, co
 namespace {
 
 void run(const Params& problem, const Params& c, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
-  run_dispatch(Launchers{&align_single, &align_multi, &gather}, problem, c, in, out, ctx);
+  run_dispatch(Launchers{&align_single, &align_multi, &gather, &gather_fp8}, problem, c, in, out, ctx);
 }
 
 }  // namespace

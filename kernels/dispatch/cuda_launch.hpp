@@ -72,6 +72,9 @@ struct GatherArgs {
   // worst case (only the device knows R), so rows from there on are left alone rather than
   // zeroed; nothing reads them (gmm's tiles come from the offsets, combine goes through dst).
   const std::int32_t* used_rows = nullptr;
+  // fp8 (DESIGN.md 1.6): x is bf16 and x_sorted gets e4m3 codes plus these [rows, D/128] scales.
+  float* x_scale = nullptr;
+  bool ue8m0 = false;
 };
 
 inline constexpr int kGatherThreads[] = {128, 256, 512};
@@ -92,10 +95,16 @@ void gather(const GatherArgs& a, const ScatterArgs& by_token, int order, int thr
 
 // The kernels' launchers, as the host half of a run (run_dispatch, cuda.cpp) calls them: the
 // GPU's above, or the emulator's (emu.cpp).
+// fp8's quantizing gather (cuda_gather_fp8_kernels.cuh): row order, 16-byte accesses; only
+// the block size is a choice.
+inline constexpr int kQuantGatherThreads[] = {128, 256, 512};
+void gather_fp8(const GatherArgs& a, int threads, void* stream);
+
 struct Launchers {
   decltype(&align_single) one_cta_aligner;
   decltype(&align_multi) multi_cta_aligner;
   decltype(&gather) gatherer;
+  decltype(&gather_fp8) quant_gatherer;
 };
 
 }  // namespace moe::dispatch_cuda

@@ -8,6 +8,7 @@
 #include "common/emu_backend.hpp"
 #include "dispatch/backends.hpp"
 #include "dispatch/cuda_align_kernels.cuh"
+#include "dispatch/cuda_gather_fp8_kernels.cuh"
 #include "dispatch/cuda_gather_kernels.cuh"
 #include "dispatch/cuda_launch.hpp"
 #include "moe/error.hpp"
@@ -74,6 +75,19 @@ void emu_gather(const GatherArgs& a, const ScatterArgs& by_token, int order, int
              0, [&] { k(d, tok, per); });
 }
 
+void emu_gather_fp8(const GatherArgs& a, int threads, void*) {
+  if (a.rows <= 0) return;
+  namespace qk = gather_fp8_kernels;
+  const long long D = a.row_bytes / 2;
+  const qk::QDev d{static_cast<const std::uint16_t*>(a.x), a.src, static_cast<std::uint8_t*>(a.x_sorted), a.x_scale,
+                   a.rows, a.slots, a.K, D, a.used_rows, a.ue8m0};
+  auto run = [&](auto kernel) { emu_launch("quant_gather_kernel", qk::quant_gather_blocks(a.rows, D, threads), threads, 0, [&] { kernel(d); }); };
+  if (threads == 128) run(&qk::quant_gather_kernel<128>);
+  else if (threads == 256) run(&qk::quant_gather_kernel<256>);
+  else if (threads == 512) run(&qk::quant_gather_kernel<512>);
+  else throw Error("dispatch emu: no fp8 gather of " + std::to_string(threads) + " threads");
+}
+
 }  // namespace
 
 // Measured on a development machine (one core): see --help and docs/commands/run.md.
@@ -82,7 +96,7 @@ constexpr EmuSpeed kSpeed{2e6, 0};
 BackendImpl dispatch_emu_backend() {
   return emu_backend_over(dispatch_cuda_backend(), kSpeed, [](const Params& problem, const Params& config, const RefMap& in,
                                                       const RefMap& out, const LaunchContext& ctx) {
-    run_dispatch(Launchers{&emu_align_single, &emu_align_multi, &emu_gather}, problem, config, in, out, ctx);
+    run_dispatch(Launchers{&emu_align_single, &emu_align_multi, &emu_gather, &emu_gather_fp8}, problem, config, in, out, ctx);
   });
 }
 

@@ -8,6 +8,7 @@
 #include "gmm/alignment.hpp"
 #include "gmm/cuda_configs.hpp"
 #include "gmm/detail.hpp"
+#include "gmm/fp8_mma_configs.hpp"
 #include "gmm/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
@@ -90,7 +91,7 @@ std::size_t workspace_bytes(const GmmSpec& s, const Config& c) {
 }
 
 std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev) {
-  if (s.fp8) return kFp8NoCuda;
+  if (s.fp8) return fp8_mma::invalid_reason(s, c, dev);
   if (s.hidden % 8 != 0 || s.intermediate % 8 != 0)
     return "the cuda kernels load 16-byte rows: hidden (" + std::to_string(s.hidden) + ") and intermediate (" +
            std::to_string(s.intermediate) + ") must be multiples of 8; use --backend cpu for this shape";
@@ -211,9 +212,9 @@ BackendImpl cuda_backend() {
   b.config_params = {
       int_param("block_m", 64, 16, 128, "rows per CTA tile (16,32,64,128)"),
       int_param("block_n", 128, 64, 256, "weight rows per CTA tile (64,128,256); up: half gate, half up"),
-      int_param("block_k", 64, 32, 64, "K slice per pipeline stage (32,64)"),
+      int_param("block_k", 64, 32, 128, "K slice per pipeline stage (32,64; fp8: 128, one scale block)"),
       int_param("warps_m", 2, 1, 4, "warps along M"),
-      int_param("warps_n", 2, 1, 4, "warps along N"),
+      int_param("warps_n", 2, 1, 8, "warps along N (fp8 block_n=256: 8)"),
       int_param("stages", 3, 2, 4, "cp.async pipeline depth"),
       int_param("split_k", 1, 1, 8, "K split over CTAs, fp32 partials summed in order (1,2,3,4,6,8)"),
       int_param("group_m", 1, 1, 8, "tile order: M-tiles walked per N-tile (1,4,8); >1 reuses weight tiles in L2"),
@@ -248,6 +249,8 @@ BackendImpl cuda_backend() {
           }
           add(cuda::config_params(c));
         }
+    if (s.fp8)
+      for (auto& c : fp8_mma::space(s, dev, full)) add(cuda::config_params(c));
     // The Hopper grouped GEMM: its tiles are 64 or 128 rows tall, so the curated space offers it
     // where experts have about a tile of rows.
     for (auto& e : wgmma::entries()) {
@@ -260,6 +263,7 @@ BackendImpl cuda_backend() {
   };
   b.default_config = [specs = b.config_params](const Params& problem, const DeviceInfo& dev) {
     const GmmSpec s = GmmSpec::parse(problem);
+    if (s.fp8) return complete(specs, cuda::config_params(fp8_mma::default_config(s, dev)), "gmm cuda config");
     const double rows = s.avg_rows_per_expert();
     const cuda::TileShape pick = rows <= 16   ? cuda::TileShape{16, 64, 64, 1, 4, 4}
                                  : rows <= 32  ? cuda::TileShape{32, 128, 64, 1, 4, 4}
@@ -276,7 +280,9 @@ BackendImpl cuda_backend() {
   };
   b.workspace_bytes = [](const Params& problem, const Params& config) {
     if (wgmma::selected(config)) return wgmma::workspace_bytes(GmmSpec::parse(problem), wgmma::parse_config(config));
-    return cuda::workspace_bytes(GmmSpec::parse(problem), cuda::parse_config(config));
+    const GmmSpec s = GmmSpec::parse(problem);
+    if (s.fp8) return fp8_mma::workspace_bytes(s, cuda::parse_config(config));
+    return cuda::workspace_bytes(s, cuda::parse_config(config));
   };
   b.run = [](const Params& problem, const Params& config, const RefMap& in, const RefMap& out,
              const LaunchContext& ctx) {
@@ -287,16 +293,22 @@ BackendImpl cuda_backend() {
     if (const auto* planned = dynamic_cast<const cuda::Plan*>(ctx.plan))
       return cuda::run(planned->spec, planned->config, in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream, 0,
                        planned);
+    if (const auto* planned = dynamic_cast<const fp8_mma::Plan*>(ctx.plan))
+      return fp8_mma::run(planned->spec, planned->config, in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream,
+                          planned);
     if (wgmma::selected(config))
       return wgmma::run(GmmSpec::parse(problem), wgmma::parse_config(config), in, out, ctx.workspace,
                         ctx.workspace_bytes, ctx.stream);
-    cuda::run(GmmSpec::parse(problem), cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes,
-              ctx.stream, 0);
+    const GmmSpec s = GmmSpec::parse(problem);
+    if (s.fp8)
+      return fp8_mma::run(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream);
+    cuda::run(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream, 0);
   };
   b.plan = [](const Params& problem, const Params& config, const RefMap& in) -> std::shared_ptr<const LaunchPlan> {
     const GmmSpec s = GmmSpec::parse(problem);
     if (wgmma::selected(config))
       return wgmma::launch_slot(s, wgmma::parse_config(config), need(in, s.act_name()).shape.at(0));
+    if (s.fp8) return fp8_mma::plan(s, cuda::parse_config(config), need(in, s.act_name()).shape.at(0));
     return cuda::plan(s, cuda::parse_config(config), need(in, s.act_name()).shape.at(0));
   };
   return b;

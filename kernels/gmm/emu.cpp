@@ -153,6 +153,7 @@ BackendImpl emu_backend() {
       [](const Params& problem, const Params& config, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
         const GmmSpec s = GmmSpec::parse(problem);
         if (wgmma::selected(config)) return emu::run_wgmma(s, in, out);
+        if (s.fp8) return emu::run_fp8_mma(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes);
         emu::run_mma(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes);
       },
       [](const Params&, const Params& config) { return emu::not_emulated(config); });

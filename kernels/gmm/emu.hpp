@@ -15,6 +15,11 @@ namespace moe::gmm::emu {
 void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out, void* workspace,
              std::size_t workspace_bytes, long long max_ctas = 0);
 
+// The fp8 decode kernel of config `c` and its second pass (fp8_mma_emu.cpp); as run_mma.
+void run_fp8_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out, void* workspace,
+                 std::size_t workspace_bytes, long long max_ctas = 0);
+std::vector<cuda::TileShape> emulated_fp8_tiles();
+
 // The wgmma path with the CUTLASS grouped GEMM played by a host loop (the emulator cannot run
 // wgmma or TMA): the setup kernel and, for up, the silu*up kernel run emulated; the loop reads
 // only the per-expert shapes, pointers and strides the setup kernel wrote, so a wrong one fails

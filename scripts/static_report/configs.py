@@ -27,6 +27,20 @@ def identify(name, static, obj=None):
         return {"family": "gmm", "kind": "mma", "config": cfg,
                 "variant": {"stage": "up" if bool_arg(t[6]) else "down", "dtype": "bf16" if bool_arg(t[7]) else "f16"},
                 "threads": wm * wn * 32, "dynamic_smem_bytes": dyn}
+    if (t := template_args(name, "gmm_fp8_mma_kernel")):
+        # fp8's decode kernel: K slices of one 128-wide scale block, one warp row.
+        bm, bn, wn, st = (int(x) for x in t[:4])
+        cfg = {"block_m": bm, "block_n": bn, "block_k": 128, "warps_m": 1, "warps_n": wn, "stages": st}
+        return {"family": "gmm", "kind": "mma-fp8", "config": cfg,
+                "variant": {"stage": "up" if bool_arg(t[4]) else "down", "dtype": "fp8"},
+                "threads": wn * 32, "dynamic_smem_unknown": True}
+    if (t := template_args(name, "silu_quant_kernel")):
+        # fp8 up's second pass, after the tiles that hold less than a 128-wide group of h.
+        return {"family": "gmm", "kind": "fp8-silu-quant", "config": {"block_k": 128, "block_n": 128},
+                "variant": {"stage": "up", "dtype": "fp8"}, "threads": int(t[0])}
+    if (t := template_args(name, "quant_gather_kernel")):
+        return {"family": "dispatch", "kind": "gather", "config": {"threads": int(t[0]), "vec": 16},
+                "variant": {"order": "row", "dtype": "fp8"}, "threads": int(t[0])}
     if (t := template_args(name, "gmm_finalize_kernel")):
         return {"family": "gmm", "kind": "finalize", "config": {"split_k": ">1"},
                 "variant": {"stage": "up" if bool_arg(t[0]) else "down", "dtype": "bf16" if bool_arg(t[1]) else "f16"}}

@@ -2,6 +2,9 @@
 from .sass import base_op, count, innermost, is_tensor, work
 
 
+CONVERSIONS = ("F2FP", "F2F", "HADD2", "HMUL2", "PRMT", "I2F", "I2FP")
+
+
 def gmm_loop(insns, loops):
     """k-loop figures: the innermost loop with the most tensor instructions (the consumers' HGMMA
     loop in a warp-specialized kernel), and the producer's TMA loop when there is one."""
@@ -20,6 +23,8 @@ def gmm_loop(insns, loops):
         "ldgsts": ldgsts,
         "utmaldg": sum(1 for i in body if base_op(i["op"]) == "UTMALDG"),
         "ldsm": sum(1 for i in body if base_op(i["op"]) == "LDSM"),
+        # fp8 on HMMA: the e4m3 -> f16 unpacking (F2FP) and any half-precision fix-up around it.
+        "conversions": sum(1 for i in body if base_op(i["op"]) in CONVERSIONS),
         "non_tensor_per_tensor": round((n - tensor) / tensor, 3),
     }
     if ldgsts:

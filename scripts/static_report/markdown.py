@@ -17,6 +17,8 @@ def markdown(rep):
                   f"{l['utmaldg']} UTMALDG, {l['ldsm']} LDSM, {l['non_tensor_per_tensor']} other/tensor"
             if "non_tensor_per_ldgsts" in l:
                 hot += f", {l['non_tensor_per_ldgsts']} other/LDGSTS"
+            if l.get("conversions"):
+                hot += f", {l['conversions']} conversions"
         elif k.get("per_row"):
             hot = "per row: " + ", ".join(f"{p} {n}" for p, n in k["per_row"].items())
         elif k.get("row_loop"):

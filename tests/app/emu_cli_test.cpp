@@ -70,6 +70,22 @@ TEST(EmuCli, RunGmmValidatesAnMmaConfig) {
   EXPECT_EQ(r.out.find("not emulated"), std::string::npos) << r.out;
 }
 
+TEST(EmuCli, RunFp8GmmAndDispatchOfAPresetValidate) {
+  // fp8 end to end on the emu backend: the decode kernel (up fuses h's requantization by
+  // default, down takes the routed weight) and the quantizing gather, each against the reference.
+  // An expert-parallel slice keeps the weights small; the kernels see the preset's own shapes.
+  for (const char* stage : {"up", "down"}) {
+    const auto r = sh(exe() + " run gmm --model qwen3-30b-a3b --ep 8 --dtype fp8 --tokens 4 --backend emu --stage " + stage);
+    ASSERT_EQ(r.code, 0) << stage << "\n" << r.out;
+    EXPECT_NE(r.out.find("validate PASS"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("block_k=128"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("not emulated"), std::string::npos) << r.out;
+  }
+  const auto r = sh(exe() + " run dispatch --model qwen3-30b-a3b --dtype fp8 --tokens 4 --backend emu");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("validate PASS"), std::string::npos) << r.out;
+}
+
 TEST(EmuCli, RunGmmReportsAWgmmaConfigAsNotEmulatedWithItsKernelsChecked) {
   const auto r = sh(exe() + " run gmm --backend emu" + kSmallGmm + " --config kernel=wgmma,block_m=64,block_n=128,"
                     "block_k=64,schedule=pingpong,warps_m=2,warps_n=2,stages=3");

@@ -104,6 +104,7 @@ TEST(KernelReport, ThisBuildPassesTheCommittedBaseline) {
   // The figures the issues' targets read: a gmm mma k-loop with HMMA and LDGSTS, a router row on
   // the DeepSeek-V3 and Kimi-K2 paths, 128-bit loads in a 16-byte gather.
   bool kloop = false, gather128 = false;
+  int fp8_mma = 0;
   for (auto& k : rep["kernels"]) {
     if (k["family"] == "gmm" && k["kind"] == "mma") {
       // Its tile is one the C++ lists (moebench kernel-static), so its smem formula applied.
@@ -112,7 +113,19 @@ TEST(KernelReport, ThisBuildPassesTheCommittedBaseline) {
       kloop = kloop || (l["tensor"].get<int>() > 0 && l["ldgsts"].get<int>() > 0 && l.contains("non_tensor_per_ldgsts"));
     }
     if (k["kind"] == "gather" && k["config"]["vec"] == 16) gather128 = gather128 || k["memory"]["ldg128"].get<int>() > 0;
+    if (k["family"] == "gmm" && k["kind"] == "mma-fp8") {
+      // fp8's decode kernel: e4m3 unpacked to f16 in registers for HMMA, fed by cp.async, and
+      // nothing in local memory.
+      ++fp8_mma;
+      const json& l = k["k_loop"];
+      ASSERT_FALSE(l.is_null()) << k["name"];
+      EXPECT_EQ(l["tensor_ops"], json({"HMMA"})) << k["name"];
+      EXPECT_GT(l["conversions"].get<int>(), 0) << k["name"];
+      EXPECT_GT(l["ldgsts"].get<int>(), 0) << k["name"];
+      for (const char* f : {"spill_stores", "spill_loads", "stack_bytes", "local_bytes"}) EXPECT_EQ(k[f], 0) << k["name"] << " " << f;
+    }
   }
+  EXPECT_EQ(fp8_mma, 8);  // four tiles, up and down
   EXPECT_TRUE(kloop);
   EXPECT_TRUE(gather128);
   // Issue 23's targets: a 16-byte combine vector costs at most 24 instructions per slot (the row

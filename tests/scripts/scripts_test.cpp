@@ -415,13 +415,22 @@ TEST(ScriptsTargets, PeerTargetsJudgeAgainstTheNamedPeer) {
     {"id": "grouped", "issue": 11, "name": "grouped", "sweeps": )" << sweep << R"(, "tokens": 4, "metric": "pct_peer",
      "peer": "grouped_mm", "min": 100},
     {"id": "no-grouped", "issue": 11, "name": "no grouped", "sweeps": )" << sweep << R"(, "tokens": 4, "metric": "pct_peer",
-     "peer": "grouped_mm", "min": 100}]})";
+     "peer": "grouped_mm", "min": 100},
+    {"id": "scaled", "issue": 19, "name": "scaled", "sweeps": )" << sweep << R"(, "tokens": 4, "metric": "pct_peer",
+     "peer": "scaled_mm", "min": 100},
+    {"id": "no-scaled", "issue": 19, "name": "no scaled", "sweeps": )" << sweep << R"(, "tokens": 4, "metric": "pct_peer",
+     "peer": "scaled_mm", "min": 100},
+    {"id": "tflops", "issue": 19, "name": "tflops", "sweeps": )" << sweep << R"(, "tokens": 4, "metric": "tflops", "min": 1e6},
+    {"id": "x-same", "issue": 19, "name": "x same", "sweeps": [)" << sweep.substr(1, sweep.size() - 2) << ", "
+                         << sweep.substr(1, sweep.size() - 2) << R"(], "tokens": 4, "metric": "x_sweep", "min": 0}]})";
   const fs::path out = dir / "out";
   ASSERT_EQ(gpu_targets(targets, out).code, 0);
   std::ofstream(out / "peers.json") << R"j({"schema": "moebench/peers@1", "peers": {
     "dense": {"name": "cuBLAS dense bf16 GEMM (torch.matmul)", "tflops": 1e6, "grouped_mm_tflops": 1e-9},
     "grouped": {"name": "cuBLAS dense bf16 GEMM (torch.matmul)", "tflops": 1e6, "grouped_mm_tflops": 1e-9},
-    "no-grouped": {"name": "cuBLAS dense bf16 GEMM (torch.matmul)", "tflops": 1e6, "grouped_mm_error": "not built"}}})j";
+    "no-grouped": {"name": "cuBLAS dense bf16 GEMM (torch.matmul)", "tflops": 1e6, "grouped_mm_error": "not built"},
+    "scaled": {"name": "cuBLAS dense bf16 GEMM (torch.matmul)", "tflops": 1e6, "scaled_mm_tflops": 1e-9},
+    "no-scaled": {"name": "cuBLAS dense bf16 GEMM (torch.matmul)", "tflops": 1e6, "scaled_mm_error": "no blockwise recipe"}}})j";
   const Proc r = sh("python3 " + quote(kSource / "scripts" / "check_targets.py") + " " + quote(out) + " --targets " +
                     quote(targets));
   ASSERT_EQ(r.code, 0) << r.out;
@@ -431,6 +440,15 @@ TEST(ScriptsTargets, PeerTargetsJudgeAgainstTheNamedPeer) {
   EXPECT_NE(r.out.find("torch._grouped_mm"), std::string::npos) << r.out;
   EXPECT_TRUE(target_row(report, "no-grouped")->at("met").is_null()) << r.out;
   EXPECT_NE(r.out.find("not built"), std::string::npos) << r.out;
+  // fp8's peer (torch._scaled_mm, block-scaled), the TFLOP/s bound and the ratio of two sweeps.
+  EXPECT_EQ(target_row(report, "scaled")->at("met"), true) << r.out;
+  EXPECT_NE(r.out.find("torch._scaled_mm"), std::string::npos) << r.out;
+  EXPECT_TRUE(target_row(report, "no-scaled")->at("met").is_null()) << r.out;
+  EXPECT_NE(r.out.find("no blockwise recipe"), std::string::npos) << r.out;
+  EXPECT_EQ(target_row(report, "tflops")->at("met"), false) << r.out;
+  EXPECT_NE(r.out.find(">= 1000000.0 TFLOP/s"), std::string::npos) << r.out;
+  EXPECT_GT(target_row(report, "x-same")->at("value").get<double>(), 0.0) << r.out;  // a factor, judged
+  EXPECT_EQ(target_row(report, "x-same")->at("met"), true) << r.out;
   fs::remove_all(dir);
 }
 

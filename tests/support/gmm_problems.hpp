@@ -26,6 +26,15 @@ inline Params gmm_problem(std::int64_t T, std::int64_t E, std::int64_t k, std::i
                 {"intermediate", I}, {"align", A}, {"stage", stage}, {"dtype", dtype}};
 }
 
+// An fp8 gmm problem in a scale format; down takes the routed weight.
+inline Params fp8_gmm_problem(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t D, std::int64_t I,
+                              std::int64_t A, const std::string& stage, const std::string& fmt = "fp32") {
+  Params p = gmm_problem(T, E, k, 0, D, I, A, stage, "fp8");
+  p.set("scale_fmt", fmt);
+  if (stage == "down") p.set("routed_weight", std::int64_t{1});
+  return p;
+}
+
 inline InputOptions seeded(std::uint64_t seed, const std::string& dist = "uniform") {
   InputOptions o;
   o.seed = seed;

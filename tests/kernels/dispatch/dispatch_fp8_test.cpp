@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/e4m3.hpp"
+#include "common/emu_backend.hpp"
 #include "dispatch/family.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
@@ -117,12 +118,24 @@ TEST(DispatchFp8Validate, OneStepPassesTwoStepsFail) {
   EXPECT_FALSE(with([&](TensorMap& g) { g.at("x_scale").data<float>()[at / 128] *= 1.5f; }));
 }
 
-TEST(DispatchFp8Problem, CudaRefusesAndShapesAreChecked) {
+TEST(DispatchFp8Problem, CudaSpaceIsTheQuantizingGatherAndShapesAreChecked) {
   const Params ok = complete(dispatch_family().problem_params, problem(8, 4, 1, 128, "fp32"), "dispatch");
   const BackendImpl& cuda = dispatch_family().need_backend(Backend::cuda);
-  EXPECT_NE(cuda.invalid_reason(ok, cuda.default_config(ok, DeviceInfo{}), DeviceInfo{}).find("fp8 has no cuda"),
-            std::string::npos);
-  EXPECT_TRUE(cuda.space(ok, DeviceInfo{}, true).empty());
+  EXPECT_EQ(cuda.invalid_reason(ok, cuda.default_config(ok, DeviceInfo{}), DeviceInfo{}), "");
+  const auto space = cuda.space(ok, DeviceInfo{}, true);
+  ASSERT_FALSE(space.empty());
+  for (const Params& c : space) EXPECT_EQ(c.s("order"), "row") << c.str();
+  Params by_token = cuda.default_config(ok, DeviceInfo{});
+  by_token.set("order", std::string("token"));
+  EXPECT_NE(cuda.invalid_reason(ok, by_token, DeviceInfo{}).find("only threads varies"), std::string::npos);
+  // The emu backend runs the cuda backend's host half and the quantizing gather's source.
+  for (const char* fmt : {"fp32", "ue8m0"}) {
+    const auto p = tuner::prepare(dispatch_family(), problem(21, 6, 4, 384, fmt), seeded(4));
+    for (const Params& c : dispatch_family().need_backend(Backend::emu).space(p.problem, emu_device_info(), true)) {
+      const auto o = tuner::run_emu(p, c);
+      EXPECT_TRUE(o.validation.ok) << fmt << " " << c.str() << ": " << o.validation.summary();
+    }
+  }
   try {
     dispatch_family().check_problem(complete(dispatch_family().problem_params, problem(8, 4, 1, 100, "fp32"), "dispatch"));
     ADD_FAILURE() << "hidden 100 accepted for fp8";

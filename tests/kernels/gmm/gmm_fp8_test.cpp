@@ -1,7 +1,7 @@
 // gmm in fp8 (DESIGN.md 1.6): the reference against a naive dequantize-then-fp64 product
 // written here, the cpu backend's every fp8 config against the reference (fp32 and ue8m0
 // scales, experts without rows, padding rows, amax-0 and large groups), validation catching
-// codes and scales that are off, and the refusals (shapes, configs, the cuda backend).
+// codes and scales that are off, and the refusals (shapes, configs, the cuda backend's bf16 tiles).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,7 +17,7 @@
 namespace moe {
 namespace {
 
-using testing::gmm_problem;
+using testing::fp8_gmm_problem;
 using testing::seeded;
 using tuner::prepare;
 using tuner::Prepared;
@@ -25,13 +25,6 @@ using tuner::run_cpu;
 
 const FamilyDesc& F() { return gmm_family(); }
 
-Params fp8_problem(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t D, std::int64_t I, std::int64_t A,
-                   const std::string& stage, const std::string& fmt = "fp32") {
-  Params p = gmm_problem(T, E, k, 0, D, I, A, stage, "fp8");
-  p.set("scale_fmt", fmt);
-  if (stage == "down") p.set("routed_weight", std::int64_t{1});
-  return p;
-}
 
 Params cfg(std::int64_t bm) { return Params{{"block_m", bm}, {"block_n", std::int64_t{128}}, {"block_k", std::int64_t{128}}}; }
 
@@ -55,7 +48,7 @@ double naive(const TensorMap& in, const GmmSpec& s, std::int64_t e, std::int64_t
 
 TEST(GmmFp8Reference, MatchesTheNaiveDequantizedProduct) {
   for (const char* stage : {"up", "down"}) {
-    const Params problem = fp8_problem(9, 2, 1, 256, 256, 4, stage);
+    const Params problem = fp8_gmm_problem(9, 2, 1, 256, 256, 4, stage);
     const Prepared p = prepare(F(), problem, seeded(3));
     const GmmSpec s = GmmSpec::parse(p.problem);
     const auto* off = p.inputs.at("offsets").data<std::int32_t>();
@@ -94,7 +87,7 @@ TEST(GmmFp8Cpu, EveryConfigMatchesTheReference) {
   // 12 tokens over 8 experts: some experts get no rows, align 16 pads the others.
   for (const char* stage : {"up", "down"})
     for (const char* fmt : {"fp32", "ue8m0"}) {
-      const Params problem = fp8_problem(12, 8, 2, 384, 256, 16, stage, fmt);
+      const Params problem = fp8_gmm_problem(12, 8, 2, 384, 256, 16, stage, fmt);
       const Prepared p = prepare(F(), problem, seeded(7));
       const auto space = F().need_backend(Backend::cpu).space(p.problem, DeviceInfo{}, true);
       ASSERT_EQ(space.size(), 4u);
@@ -114,7 +107,7 @@ TEST(GmmFp8Cpu, EveryConfigMatchesTheReference) {
 }
 
 TEST(GmmFp8Cpu, InputsHoldTheEdgeGroups) {
-  const Prepared p = prepare(F(), fp8_problem(64, 4, 2, 512, 128, 8, "up"), seeded(5));
+  const Prepared p = prepare(F(), fp8_gmm_problem(64, 4, 2, 512, 128, 8, "up"), seeded(5));
   const Tensor& xs = p.inputs.at("x_scale");
   const auto pad = gmm::zero_rows(p.inputs.at("x_sorted"));
   int zero_groups = 0, big = 0;
@@ -130,7 +123,7 @@ TEST(GmmFp8Cpu, InputsHoldTheEdgeGroups) {
 // Validation: a code one step off passes (a reciprocal instead of a division does that), two
 // steps or a scale two ulps off fail, as do NaN and unwritten elements.
 TEST(GmmFp8Validate, CodesWithinOneStepAndScalesWithinOneUlp) {
-  const Prepared p = prepare(F(), fp8_problem(16, 2, 1, 128, 256, 8, "up"), seeded(9));
+  const Prepared p = prepare(F(), fp8_gmm_problem(16, 2, 1, 128, 256, 8, "up"), seeded(9));
   const GmmSpec s = GmmSpec::parse(p.problem);
   auto with = [&](auto change) {
     TensorMap got = p.reference;
@@ -166,7 +159,7 @@ TEST(GmmFp8Validate, CodesWithinOneStepAndScalesWithinOneUlp) {
                }).ok);
 }
 
-TEST(GmmFp8Problem, RefusesShapesConfigsAndTheCudaBackend) {
+TEST(GmmFp8Problem, RefusesShapesAndConfigs) {
   auto error_of = [](const Params& p) -> std::string {
     try {
       F().check_problem(complete(F().problem_params, p, "gmm"));
@@ -175,19 +168,29 @@ TEST(GmmFp8Problem, RefusesShapesConfigsAndTheCudaBackend) {
     }
     return "";
   };
-  const std::string hidden = error_of(fp8_problem(4, 4, 2, 200, 128, 8, "up"));
+  const std::string hidden = error_of(fp8_gmm_problem(4, 4, 2, 200, 128, 8, "up"));
   EXPECT_NE(hidden.find("hidden to be a multiple of 128"), std::string::npos) << hidden;
   EXPECT_NE(hidden.find("got 200"), std::string::npos) << hidden;
-  const std::string inter = error_of(fp8_problem(4, 4, 2, 256, 96, 8, "up"));
+  const std::string inter = error_of(fp8_gmm_problem(4, 4, 2, 256, 96, 8, "up"));
   EXPECT_NE(inter.find("intermediate (per TP shard) to be a multiple of 128"), std::string::npos) << inter;
   EXPECT_NE(inter.find("got 96"), std::string::npos) << inter;
-  const Params ok = complete(F().problem_params, fp8_problem(4, 4, 2, 256, 128, 8, "up"), "gmm");
+  const Params ok = complete(F().problem_params, fp8_gmm_problem(4, 4, 2, 256, 128, 8, "up"), "gmm");
   EXPECT_EQ(F().need_backend(Backend::cpu).invalid_reason(ok, cfg(8), DeviceInfo{}), "");
   EXPECT_NE(F().need_backend(Backend::cpu).invalid_reason(ok, Params{{"block_m", std::int64_t{8}}, {"block_n", std::int64_t{64}}, {"block_k", std::int64_t{128}}}, DeviceInfo{}).find("fp8 takes block_n=128"),
             std::string::npos);
   const BackendImpl& cuda = F().need_backend(Backend::cuda);
-  EXPECT_EQ(cuda.invalid_reason(ok, cuda.default_config(ok, DeviceInfo{}), DeviceInfo{}), gmm::kFp8NoCuda);
-  EXPECT_TRUE(cuda.space(ok, DeviceInfo{}, true).empty());
+  // kernel=mma runs fp8 with its own tiles (block_k one 128-wide scale block); the bf16 tiles say so.
+  EXPECT_EQ(cuda.invalid_reason(ok, cuda.default_config(ok, DeviceInfo{}), DeviceInfo{}), "");
+  const auto space = cuda.space(ok, DeviceInfo{}, true);
+  ASSERT_FALSE(space.empty());
+  for (const Params& c : space)
+    if (c.s("kernel") == "mma") EXPECT_EQ(c.i("block_k"), 128) << c.str();
+  Params bf16_tile = cuda.default_config(ok, DeviceInfo{});
+  bf16_tile.set("block_k", std::int64_t{64});
+  EXPECT_NE(cuda.invalid_reason(ok, bf16_tile, DeviceInfo{}).find("block_k=128, one scale block"), std::string::npos);
+  Params split_up = cuda.default_config(ok, DeviceInfo{});
+  split_up.set("split_k", std::int64_t{2});
+  EXPECT_NE(cuda.invalid_reason(ok, split_up, DeviceInfo{}).find("split_k must be 1 for stage=up"), std::string::npos);
   // vLLM's spelling is the same problem.
   const ParamSpec* dt = F().problem_param("dtype");
   EXPECT_EQ(parse_value(*dt, "fp8_w8a8"), Value(std::string("fp8")));

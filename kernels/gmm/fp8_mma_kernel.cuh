@@ -1,0 +1,245 @@
+#pragma once
+// The fp8 decode kernel (DESIGN.md 1.6): e4m3 activations and weights stream through a cp.async
+// pipeline at one byte per element, each K slice being one 128-wide scale block. Hopper has no
+// e4m3 mma.sync, so fragments are read from shared memory as 32-bit words of four codes,
+// converted to f16 pairs in registers (exact: every e4m3 value is an f16) and multiplied by
+// mma.sync m16n8k16 into per-block fp32 sums, which are then promoted into the accumulators
+// times x_scale * w_scale. The sum inside a block is order-free, so a lane's four bytes
+// 4t..4t+3 of a 16-byte k step stand for the mma's k = 2t,2t+1 and 2t+8,2t+9 in both A and B.
+// Epilogues: down multiplies by the routed weight and rounds once to bf16 (or writes split-K
+// partials); up either quantizes h in place (fused_up: the CTA holds whole 128-column groups)
+// or writes gate|up in fp32 for the silu*up+quant pass.
+#include <cstdint>
+
+#include "common/e4m3.hpp"
+#include "gmm/cuda_kernel.cuh"
+#include "gmm/fp8_mma_configs.hpp"
+#include "gmm/fp8_mma_primitives.cuh"
+
+namespace moe::gmm::GMM_KERNEL_NAMESPACE {
+
+
+// A warp's mma accumulators: MT x NT tiles of four floats.
+template <int MT, int NT>
+GMM_DEVICE void zero_frags(float (&v)[MT][NT][4]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) v[i][j][q] = 0.0f;
+}
+
+template <int BM, int BN, int WARPS_N, int STAGES, bool UP>
+GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
+  constexpr int THREADS = WARPS_N * 32;
+  constexpr int WN = BN / WARPS_N, MT = BM / 16, NT = WN / 8;
+  constexpr int LDS = fp8_mma::kRowBytes, BK = fp8_mma::kBlockK;
+  constexpr int A_STAGE = BM * LDS, STAGE_BYTES = (BM + BN) * LDS;
+  constexpr int CH = BK / 16;  // 16-byte chunks per row
+  constexpr int ROW_STEP = THREADS / CH;
+  constexpr int A_CHUNKS = (BM * CH + THREADS - 1) / THREADS, B_CHUNKS = BN * CH / THREADS;
+  constexpr bool FUSED = UP && BN / 2 == 128;
+  static_assert(BM % 16 == 0 && WN % 16 == 0 && (BN * CH) % THREADS == 0, "whole m16 x n16 warp tiles");
+  static_assert(!UP || (WN / 2) % 8 == 0, "up: each warp's gate and up halves are whole n8 tiles");
+
+  unsigned char* smem = dynamic_smem();
+  int* prefix = reinterpret_cast<int*>(smem + STAGES * STAGE_BYTES);
+  float* amax_part = reinterpret_cast<float*>(prefix + p.b.experts + 1);  // [BM][WARPS_N * 4]
+
+  const int tid = thread_x(), lane = tid & 31, warp_n = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int chunk_row = tid / CH, chunk_k = (tid % CH) * 16;
+  if (warp_n == 0) build_tile_prefix<BM>(p.b, prefix, lane);
+  sync_threads();
+
+  const int E = p.b.experts, KB = p.b.k_dim / BK, NWB = p.b.n_w / BK;
+  const long long total = static_cast<long long>(prefix[E]) * p.b.n_tiles * p.b.split;
+  for (long long tile = block_x(); tile < total; tile += grid_x()) {
+    // Splits vary fastest, then N-tiles: the CTAs sharing an M-tile's activations run together.
+    const int s = static_cast<int>(tile % p.b.split);
+    const long long rest = tile / p.b.split;
+    const int nt = static_cast<int>(rest % p.b.n_tiles), mg = static_cast<int>(rest / p.b.n_tiles);
+    int e = 0;
+    for (int hi = E; hi - e > 1;) {  // the expert owning M-tile mg: prefix[e] <= mg < prefix[hi]
+      const int mid = (e + hi) >> 1;
+      if (prefix[mid] <= mg) e = mid;
+      else hi = mid;
+    }
+    const int row0 = seg_begin(p.b, e) + (mg - prefix[e]) * BM, row_end = seg_end(p.b, e);
+    const int kb0 = static_cast<int>(static_cast<long long>(KB) * s / p.b.split);
+    const int kb1 = static_cast<int>(static_cast<long long>(KB) * (s + 1) / p.b.split);
+
+    // Weight row of a shared B row (up: a warp's rows are its gate half, then the matching up half).
+    auto weight_row = [&](int r) {
+      if constexpr (UP) {
+        constexpr int HALF = WN / 2;
+        const int rr = r % WN, hcol = min(nt * (BN / 2) + (r / WN) * HALF + rr % HALF, p.b.n_out - 1);
+        return rr < HALF ? hcol : p.b.n_out + hcol;
+      } else {
+        return min(nt * BN + r, p.b.n_out - 1);
+      }
+    };
+    // Rows past the segment or n_out read a valid row instead; they are never stored.
+    const std::uint8_t* a_src[A_CHUNKS];
+#pragma unroll
+    for (int i = 0; i < A_CHUNKS; ++i)
+      a_src[i] = p.act + static_cast<long long>(min(row0 + chunk_row + i * ROW_STEP, row_end - 1)) * p.b.k_dim +
+                 kb0 * BK + chunk_k;
+    const std::uint8_t* W = p.weight + static_cast<long long>(e) * p.b.n_w * p.b.k_dim;
+    const std::uint8_t* b_src[B_CHUNKS];
+#pragma unroll
+    for (int i = 0; i < B_CHUNKS; ++i)
+      b_src[i] = W + static_cast<long long>(weight_row(chunk_row + i * ROW_STEP)) * p.b.k_dim + kb0 * BK + chunk_k;
+    const std::uint32_t chunk_dst = smem_u32(smem + chunk_row * LDS + chunk_k);
+    auto load = [&](int stage) {
+      const std::uint32_t dst = chunk_dst + stage * STAGE_BYTES;
+#pragma unroll
+      for (int i = 0; i < A_CHUNKS; ++i) {
+        if ((BM * CH) % THREADS == 0 || chunk_row + i * ROW_STEP < BM) cp_async16(dst + i * ROW_STEP * LDS, a_src[i], true);
+        a_src[i] += BK;
+      }
+#pragma unroll
+      for (int i = 0; i < B_CHUNKS; ++i) {
+        cp_async16(dst + A_STAGE + i * ROW_STEP * LDS, b_src[i], true);
+        b_src[i] += BK;
+      }
+    };
+
+    // The scales this thread promotes with: its rows' x_scale rows, its n8 tiles' w_scale rows.
+    const float* xs_row[MT][2];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) xs_row[i][hh] = p.act_scale + static_cast<long long>(min(row0 + i * 16 + g + hh * 8, row_end - 1)) * KB;
+    const float* ws_row[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+      ws_row[j] = p.w_scale + (static_cast<long long>(e) * NWB + weight_row(warp_n * WN + j * 8) / BK) * KB;
+
+    float acc[MT][NT][4];
+    zero_frags(acc);
+
+    auto compute = [&](int stage, int kb) {
+      const unsigned char* a_base = smem + stage * STAGE_BYTES + g * LDS + 4 * t;
+      const unsigned char* b_base = a_base + A_STAGE + warp_n * WN * LDS;
+      float blk[MT][NT][4];
+      zero_frags(blk);
+#pragma unroll
+      for (int ks = 0; ks < BK; ks += 16) {
+        std::uint32_t af[MT][4];
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+          const std::uint32_t lo = lds_u32(a_base + i * 16 * LDS + ks), hi = lds_u32(a_base + (i * 16 + 8) * LDS + ks);
+          af[i][0] = e4m3x2_to_f16x2(lo & 0xFFFFu);
+          af[i][2] = e4m3x2_to_f16x2(lo >> 16);
+          af[i][1] = e4m3x2_to_f16x2(hi & 0xFFFFu);
+          af[i][3] = e4m3x2_to_f16x2(hi >> 16);
+        }
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const std::uint32_t w = lds_u32(b_base + j * 8 * LDS + ks);
+          const std::uint32_t b0 = e4m3x2_to_f16x2(w & 0xFFFFu), b1 = e4m3x2_to_f16x2(w >> 16);
+#pragma unroll
+          for (int i = 0; i < MT; ++i) mma16816<false>(blk[i][j], af[i], b0, b1);
+        }
+      }
+      // DeepGEMM-style promotion: the block's fp32 sums times its two scales, into the totals.
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const float x0 = ldg(xs_row[i][0] + kb), x1 = ldg(xs_row[i][1] + kb);
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const float w = ldg(ws_row[j] + kb);
+          acc[i][j][0] += blk[i][j][0] * (x0 * w);
+          acc[i][j][1] += blk[i][j][1] * (x0 * w);
+          acc[i][j][2] += blk[i][j][2] * (x1 * w);
+          acc[i][j][3] += blk[i][j][3] * (x1 * w);
+        }
+      }
+    };
+
+    // STAGES-1 slices in flight while one is multiplied; every iteration commits a group (empty
+    // past the end) so the wait counts stay exact.
+    const int n = kb1 - kb0;
+#pragma unroll
+    for (int st = 0; st < STAGES - 1; ++st) {
+      if (st < n) load(st);
+      cp_async_commit();
+    }
+    for (int it = 0; it < n; ++it) {
+      cp_async_wait<STAGES - 2>();
+      sync_threads();  // slice `it` visible to all; slice it-1's stage free for reuse
+      if (it + STAGES - 1 < n) load((it + STAGES - 1) % STAGES);
+      cp_async_commit();
+      compute(it % STAGES, kb0 + it);
+    }
+    cp_async_wait<0>();
+
+    // Thread holds rows g (+8) of each m16 tile and columns 2t, 2t+1 of each n8 tile.
+    const int col_base = UP ? nt * (BN / 2) + warp_n * (WN / 2) : nt * BN + warp_n * WN;
+    constexpr int NOUT = UP ? NT / 2 : NT;
+    if constexpr (FUSED) {
+      // h = silu(gate) * up in fp32; the group's amax joins this thread's part with the 4 lanes
+      // of each warp sharing the row through shared memory, then every thread codes its pairs.
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          float amax = 0.0f;
+#pragma unroll
+          for (int j = 0; j < NOUT; ++j)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              float& v = acc[i][j][hh * 2 + c];
+              v = silu(v) * acc[i][j + NT / 2][hh * 2 + c];
+              amax = fp8::amax_step(amax, v);
+            }
+          amax_part[(i * 16 + hh * 8 + g) * WARPS_N * 4 + warp_n * 4 + t] = amax;
+        }
+      sync_threads();
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int lr = i * 16 + hh * 8 + g, r = row0 + lr;
+          float amax = 0.0f;
+          for (int q = 0; q < WARPS_N * 4; ++q) amax = fp8::amax_step(amax, amax_part[lr * WARPS_N * 4 + q]);
+          const float scale = fp8::group_scale(amax, p.ue8m0);
+          if (r >= row_end) continue;
+          if (warp_n == 0 && t == 0) p.h_scale[static_cast<long long>(r) * (p.b.n_out / BK) + nt] = scale;
+#pragma unroll
+          for (int j = 0; j < NOUT; ++j) {
+            const int col = col_base + j * 8 + t * 2;
+            const unsigned c0 = fp8::from_float(acc[i][j][hh * 2] / scale), c1 = fp8::from_float(acc[i][j][hh * 2 + 1] / scale);
+            store_u16(p.h + static_cast<long long>(r) * p.b.n_out + col, static_cast<std::uint16_t>(c0 | c1 << 8));
+          }
+        }
+    } else {
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int r = row0 + i * 16 + g + hh * 8;
+          if (r >= row_end) continue;
+          const float rw = (!UP && p.b.row_weight != nullptr) ? ldg(p.b.row_weight + r) : 1.0f;
+#pragma unroll
+          for (int j = 0; j < NOUT; ++j) {
+            const int col = col_base + j * 8 + t * 2;
+            if (col >= p.b.n_out) continue;
+            const float v0 = acc[i][j][hh * 2], v1 = acc[i][j][hh * 2 + 1];
+            if (UP || p.b.split > 1) {  // partials [split, rows, n_w]; unfused up: gate|up, split 1
+              float* dst = p.b.partial + (static_cast<long long>(s) * p.b.rows + r) * p.b.n_w;
+              store_f32x2(dst + col, v0, v1);
+              if constexpr (UP) store_f32x2(dst + p.b.n_out + col, acc[i][j + NT / 2][hh * 2], acc[i][j + NT / 2][hh * 2 + 1]);
+            } else {
+              store_u32(p.b.out + static_cast<long long>(r) * p.b.n_out + col, pack2<true>(v0 * rw, v1 * rw));
+            }
+          }
+        }
+    }
+    sync_threads();  // the next tile's prologue overwrites the stages (and the amax parts)
+  }
+}
+
+}  // namespace moe::gmm::GMM_KERNEL_NAMESPACE
