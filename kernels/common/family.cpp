@@ -1,5 +1,7 @@
 #include "moe/family.hpp"
 
+#include "common/view_checks.hpp"
+
 #include "combine/family.hpp"
 #include "dispatch/family.hpp"
 #include "gmm/family.hpp"

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/build_id.hpp"
 #include "runtime/params_json.hpp"
 #include "views.hpp"
 
@@ -71,6 +72,12 @@ tvm::ffi::String kernel_problem(const tvm::ffi::ObjectRef& h) {
   return guarded([&] { return tvm::ffi::String(runtime::params_to_json(kernel_of(h).kernel.problem()).dump()); });
 }
 
+// The id of this build of a family's kernels: a table records the id it was tuned with, and one
+// of another build is passed over (runtime/build_id.hpp).
+tvm::ffi::String build_id(const tvm::ffi::String& family_name) {
+  return guarded([&] { return tvm::ffi::String(runtime::family_build_id(family(family_name).name)); });
+}
+
 // [{"name", "dtype", "shape"}] of what a call writes: how moebench.jax and moebench.torch's fake
 // implementations size their results.
 tvm::ffi::String kernel_outputs(const tvm::ffi::ObjectRef& h, int64_t tokens, int64_t rows) {
@@ -115,3 +122,4 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(kernel_family, moe::ffi::kernel_family);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(kernel_problem, moe::ffi::kernel_problem);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(kernel_outputs, moe::ffi::kernel_outputs);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(kernel_check, moe::ffi::kernel_check);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(build_id, moe::ffi::build_id);

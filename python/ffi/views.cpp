@@ -1,11 +1,12 @@
 #include "views.hpp"
 
-#include "dispatch/spec.hpp"
-
 #include <tvm/ffi/extra/c_env_api.h>
 
 #include <algorithm>
 #include <string>
+
+#include "common/view_checks.hpp"
+#include "dispatch/spec.hpp"
 
 namespace moe::ffi {
 

@@ -66,6 +66,11 @@ class Kernel:
         return f"moebench.Kernel({self.family!r}, backend={self.backend!r}, device={self.device})"
 
 
+def build_id(family: str) -> str:
+    """The id of this build of a family's kernels, which the tables it reads must record."""
+    return lib().build_id(str(family))
+
+
 def handle(kernel) -> object:
     if not isinstance(kernel, Kernel):
         raise TypeError(f"expected a moebench.Kernel as the first argument, got {type(kernel).__name__}")

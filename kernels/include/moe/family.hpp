@@ -158,9 +158,6 @@ const FamilyDesc& family(const std::string& name);  // Error listing the known n
 // Checks inputs against specs (dtype, rank, fixed dims) and allocates outputs.
 void check_tensors(const std::string& family, const std::vector<TensorSpec>& specs,
                    const TensorMap& m, const std::string& what);
-// The same checks on views (the Python module's tensors), with the same words.
-void check_views(const std::string& family, const std::vector<TensorSpec>& specs, const RefMap& m,
-                 const std::string& what);
 TensorMap allocate(const std::vector<TensorSpec>& specs);
 
 }  // namespace moe
