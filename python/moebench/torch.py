@@ -41,17 +41,17 @@ def _ops():
 
     @torch.library.custom_op(lib + "dispatch", mutates_args=("offsets", "src", "dst", "x_sorted", "workspace"))
     def dispatch(kernel: int, x: Tensor, ids: Tensor, offsets: Tensor, src: Tensor, dst: Tensor, x_sorted: Tensor,
-                 workspace: Optional[Tensor]) -> None:
+                 workspace: Optional[Tensor] = None) -> None:
         ops.dispatch(_kernels[kernel], x, ids, offsets, src, dst, x_sorted, workspace)
 
     @torch.library.custom_op(lib + "gmm_up", mutates_args=("h", "workspace"))
     def gmm_up(kernel: int, tokens: int, x_sorted: Tensor, offsets: Tensor, w13: Tensor, h: Tensor,
-               workspace: Optional[Tensor]) -> None:
+               workspace: Optional[Tensor] = None) -> None:
         ops.gmm_up(_kernels[kernel], tokens, x_sorted, offsets, w13, h, workspace)
 
     @torch.library.custom_op(lib + "gmm_down", mutates_args=("y_sorted", "workspace"))
     def gmm_down(kernel: int, tokens: int, h: Tensor, offsets: Tensor, w2: Tensor, row_weight: Optional[Tensor],
-                 y_sorted: Tensor, workspace: Optional[Tensor]) -> None:
+                 y_sorted: Tensor, workspace: Optional[Tensor] = None) -> None:
         ops.gmm_down(_kernels[kernel], tokens, h, offsets, w2, row_weight, y_sorted, workspace)
 
     @torch.library.custom_op(lib + "combine", mutates_args=("out",))
@@ -60,7 +60,7 @@ def _ops():
 
     @torch.library.custom_op(lib + "moe_layer", mutates_args=("out", "workspace"))
     def moe_layer(kernel: int, logits: Tensor, bias: Optional[Tensor], x: Tensor, w13: Tensor, w2: Tensor,
-                  out: Tensor, workspace: Optional[Tensor]) -> None:
+                  out: Tensor, workspace: Optional[Tensor] = None) -> None:
         ops.moe_layer(_kernels[kernel], logits, bias, x, w13, w2, out, workspace)
 
     # The ops only write into tensors they were given: under tracing there is nothing to do.
@@ -69,25 +69,16 @@ def _ops():
     return torch.ops.moebench
 
 
-def router(kernel, logits, bias, weights, ids):
-    _ops().router(kernel_id(kernel), logits, bias, weights, ids)
+def _forward(name):
+    """moebench.<name>'s signature, through the custom op (which takes the Kernel's id)."""
+    eager = getattr(ops, name)
+
+    @functools.wraps(eager)
+    def call(kernel, *args):
+        getattr(_ops(), name)(kernel_id(kernel), *args)
+
+    return call
 
 
-def dispatch(kernel, x, ids, offsets, src, dst, x_sorted, workspace=None):
-    _ops().dispatch(kernel_id(kernel), x, ids, offsets, src, dst, x_sorted, workspace)
-
-
-def gmm_up(kernel, tokens, x_sorted, offsets, w13, h, workspace=None):
-    _ops().gmm_up(kernel_id(kernel), int(tokens), x_sorted, offsets, w13, h, workspace)
-
-
-def gmm_down(kernel, tokens, h, offsets, w2, row_weight, y_sorted, workspace=None):
-    _ops().gmm_down(kernel_id(kernel), int(tokens), h, offsets, w2, row_weight, y_sorted, workspace)
-
-
-def combine(kernel, y_sorted, dst, weights, out):
-    _ops().combine(kernel_id(kernel), y_sorted, dst, weights, out)
-
-
-def moe_layer(kernel, logits, bias, x, w13, w2, out, workspace=None):
-    _ops().moe_layer(kernel_id(kernel), logits, bias, x, w13, w2, out, workspace)
+router, dispatch, gmm_up, gmm_down, combine, moe_layer = map(
+    _forward, ("router", "dispatch", "gmm_up", "gmm_down", "combine", "moe_layer"))
