@@ -38,5 +38,8 @@ def test_describe_reports_the_entry_lookup_chooses(tmp_path):
         assert kern.config(t) == chosen["config"]
         words = ",".join(f"{k}={v}" for k, v in sorted(chosen["config"].items()))
         assert kern.describe(t).startswith(f"router at {t} tokens: {words} (")
-        assert table in kern.describe(t)
+        if chosen["match"] == "exact":
+            assert kern.describe(t) == f"router at {t} tokens: {words} ({chosen['reason']})"
+        else:  # the same entry, named as moe::Kernel::describe names it
+            assert f"(nearest key in log2 distance is {chosen['entry_tokens']}: exact entry" in kern.describe(t)
     assert kern.config(500)["rows_per_task"] == 32 and kern.config(20)["select"] == "iterative"
