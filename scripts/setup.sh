@@ -55,6 +55,27 @@ if ! PYTHONPATH="$deps/python" python3 -c "import numpy, matplotlib" 2>/dev/null
   fi
 fi
 
+# The Python package (python/) and its tests: apache-tvm-ffi (the FFI module builds against its
+# headers and library), jax, jax-tvm-ffi, pytest, pinned in scripts/python-wheels.txt and unpacked
+# beside numpy. Without them the C++ build goes on and the Python tests skip, saying why.
+python_wheels=()
+while read -r spec _; do
+  case "$spec" in ''|'#'*) continue ;; esac
+  python_wheels+=("$spec")
+done < "$root/scripts/python-wheels.txt"
+python_stamp="$deps/python/.unpacked-$(printf '%s\n' "${python_wheels[@]}" | cksum | cut -d' ' -f1)"
+if [ ! -f "$python_stamp" ]; then
+  echo "setup: fetching the Python package's dependencies (scripts/python-wheels.txt) into $deps/python"
+  rm -rf "$deps/wheels/python-ffi"
+  if python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: "${python_wheels[@]}" \
+      -d "$deps/wheels/python-ffi"; then
+    for whl in "$deps/wheels/python-ffi"/*.whl; do python3 -m zipfile -e "$whl" "$deps/python"; done
+    touch "$python_stamp"
+  else
+    echo "setup: note: could not fetch the Python package's dependencies; the moebench Python module is not built and its tests skip"
+  fi
+fi
+
 if ! command -v nvcc >/dev/null; then
   for d in /usr/local/cuda/bin /usr/local/cuda-13.0/bin /usr/local/cuda-12/bin; do
     [ -x "$d/nvcc" ] && export PATH="$d:$PATH" && break

@@ -1,5 +1,7 @@
 #include "moe/family.hpp"
 
+#include "common/view_checks.hpp"
+
 #include "combine/family.hpp"
 #include "dispatch/family.hpp"
 #include "gmm/family.hpp"
@@ -73,21 +75,27 @@ std::string Validation::summary() const {
   return r;
 }
 
-void check_tensors(const std::string& fam, const std::vector<TensorSpec>& specs, const TensorMap& m,
-                   const std::string& what) {
+void check_views(const std::string& fam, const std::vector<TensorSpec>& specs, const RefMap& m, const std::string& what) {
   for (auto& s : specs) {
     auto it = m.find(s.name);
     if (it == m.end()) throw Error(fam + ": " + what + " '" + s.name + "' is missing");
-    const Tensor& t = it->second;
-    if (t.dtype() != s.dtype)
-      throw Error(fam + ": " + what + " '" + s.name + "' has dtype " + std::string(dtype_name(t.dtype())) +
+    const TensorRef& t = it->second;
+    if (t.dtype != s.dtype)
+      throw Error(fam + ": " + what + " '" + s.name + "' has dtype " + std::string(dtype_name(t.dtype)) +
                   ", expected " + std::string(dtype_name(s.dtype)));
-    bool ok = t.shape().size() == s.shape.size();
-    for (std::size_t i = 0; ok && i < s.shape.size(); ++i) ok = s.shape[i] < 0 || s.shape[i] == t.shape()[i];
+    bool ok = t.shape.size() == s.shape.size();
+    for (std::size_t i = 0; ok && i < s.shape.size(); ++i) ok = s.shape[i] < 0 || s.shape[i] == t.shape[i];
     if (!ok)
-      throw Error(fam + ": " + what + " '" + s.name + "' has shape " + shape_str(t.shape()) + ", expected " +
+      throw Error(fam + ": " + what + " '" + s.name + "' has shape " + shape_str(t.shape) + ", expected " +
                   shape_str(s.shape) + " (-1: any)");
   }
+}
+
+void check_tensors(const std::string& fam, const std::vector<TensorSpec>& specs, const TensorMap& m,
+                   const std::string& what) {
+  RefMap views;
+  for (auto& [name, t] : m) views.emplace(name, t.ref());
+  check_views(fam, specs, views, what);
 }
 
 TensorMap allocate(const std::vector<TensorSpec>& specs) {

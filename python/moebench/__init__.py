@@ -1,0 +1,8 @@
+"""moebench from Python: the MoE kernels and their tuned tables over one framework-agnostic
+module (apache-tvm-ffi, DLPack tensors). moebench.torch and moebench.jax wrap the same
+functions for PyTorch (custom ops) and JAX (jax.jit). See docs/python.md."""
+
+from .kernel import Kernel, build_id
+from .ops import combine, dispatch, gmm_down, gmm_up, moe_layer, router
+
+__all__ = ["Kernel", "build_id", "router", "dispatch", "gmm_up", "gmm_down", "combine", "moe_layer"]

@@ -1,0 +1,84 @@
+"""moebench from PyTorch: the entry points as torch.library custom ops (torch.ops.moebench.router
+and the rest), registered on first use, each naming the outputs it writes in mutates_args and with
+a fake implementation, so torch.compile traces them and CUDA graphs capture them. A custom op's
+schema cannot hold a Kernel: the ops take the id that kernel_id() gives it, and the functions
+here, which mirror moebench.router and the rest, pass it for you. The work runs on the caller's
+current CUDA stream (tvm-ffi reads it from torch for each call).
+
+    k = moebench.Kernel("router", {"experts": 128, "topk": 8, "dtype": "bf16"})
+    moebench.torch.router(k, logits, None, weights, ids)   # weights, ids: preallocated
+"""
+
+import functools
+import itertools
+from typing import Optional
+
+from . import ops
+
+_kernels = {}
+_next_id = itertools.count(1)
+
+
+def kernel_id(kernel) -> int:
+    """The int the custom ops take for `kernel`; the Kernel stays alive as long as the module."""
+    kid = getattr(kernel, "_torch_id", None)
+    if kid is None:
+        kid = kernel._torch_id = next(_next_id)
+        _kernels[kid] = kernel
+    return kid
+
+
+@functools.lru_cache(maxsize=None)
+def _ops():
+    import torch
+    from torch import Tensor
+
+    lib = "moebench::"
+
+    @torch.library.custom_op(lib + "router", mutates_args=("weights", "ids"))
+    def router(kernel: int, logits: Tensor, bias: Optional[Tensor], weights: Tensor, ids: Tensor) -> None:
+        ops.router(_kernels[kernel], logits, bias, weights, ids)
+
+    @torch.library.custom_op(lib + "dispatch", mutates_args=("offsets", "src", "dst", "x_sorted", "workspace"))
+    def dispatch(kernel: int, x: Tensor, ids: Tensor, offsets: Tensor, src: Tensor, dst: Tensor, x_sorted: Tensor,
+                 workspace: Optional[Tensor] = None) -> None:
+        ops.dispatch(_kernels[kernel], x, ids, offsets, src, dst, x_sorted, workspace)
+
+    @torch.library.custom_op(lib + "gmm_up", mutates_args=("h", "workspace"))
+    def gmm_up(kernel: int, tokens: int, x_sorted: Tensor, offsets: Tensor, w13: Tensor, h: Tensor,
+               workspace: Optional[Tensor] = None) -> None:
+        ops.gmm_up(_kernels[kernel], tokens, x_sorted, offsets, w13, h, workspace)
+
+    @torch.library.custom_op(lib + "gmm_down", mutates_args=("y_sorted", "workspace"))
+    def gmm_down(kernel: int, tokens: int, h: Tensor, offsets: Tensor, w2: Tensor, row_weight: Optional[Tensor],
+                 y_sorted: Tensor, workspace: Optional[Tensor] = None) -> None:
+        ops.gmm_down(_kernels[kernel], tokens, h, offsets, w2, row_weight, y_sorted, workspace)
+
+    @torch.library.custom_op(lib + "combine", mutates_args=("out",))
+    def combine(kernel: int, y_sorted: Tensor, dst: Tensor, weights: Tensor, out: Tensor) -> None:
+        ops.combine(_kernels[kernel], y_sorted, dst, weights, out)
+
+    @torch.library.custom_op(lib + "moe_layer", mutates_args=("out", "workspace"))
+    def moe_layer(kernel: int, logits: Tensor, bias: Optional[Tensor], x: Tensor, w13: Tensor, w2: Tensor,
+                  out: Tensor, workspace: Optional[Tensor] = None) -> None:
+        ops.moe_layer(_kernels[kernel], logits, bias, x, w13, w2, out, workspace)
+
+    # The ops only write into tensors they were given: under tracing there is nothing to do.
+    for op in (router, dispatch, gmm_up, gmm_down, combine, moe_layer):
+        op.register_fake(lambda *args, **kwargs: None)
+    return torch.ops.moebench
+
+
+def _forward(name):
+    """moebench.<name>'s signature, through the custom op (which takes the Kernel's id)."""
+    eager = getattr(ops, name)
+
+    @functools.wraps(eager)
+    def call(kernel, *args):
+        getattr(_ops(), name)(kernel_id(kernel), *args)
+
+    return call
+
+
+router, dispatch, gmm_up, gmm_down, combine, moe_layer = map(
+    _forward, ("router", "dispatch", "gmm_up", "gmm_down", "combine", "moe_layer"))

@@ -1,0 +1,63 @@
+"""moebench.jax under jax.jit on the cpu backend: bf16 arrays against numpy references."""
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+pytest.importorskip("jax_tvm_ffi")
+
+import moebench  # noqa: E402
+import moebench.jax as mj  # noqa: E402
+from conftest import combine_reference, cpu_kernel, router_reference  # noqa: E402
+
+
+def as_f64(a):
+    return np.asarray(a.astype(jnp.float32), np.float64)
+
+
+def test_jit_combine_bf16(rng):
+    T, k, D, R = 9, 2, 64, 40
+    kern = cpu_kernel("combine", {"experts": 8, "topk": k, "hidden": D, "dtype": "bf16"})
+    y = jnp.asarray(rng.standard_normal((R, D)), jnp.bfloat16)
+    dst = rng.permutation(R)[: T * k].astype(np.int32)
+    dst[3] = -1  # a slot routed to no local expert
+    w = rng.random((T, k)).astype(np.float32)
+    out = jax.jit(lambda y, d, w: mj.combine(kern, y, d, w))(y, dst, w)
+    assert out.dtype == jnp.bfloat16 and out.shape == (T, D)
+    want = combine_reference(as_f64(y), dst, w)
+    np.testing.assert_allclose(as_f64(out), want, rtol=1e-2, atol=1e-2)
+
+
+def test_jit_router_bf16_logits(rng):
+    T, E, k = 33, 32, 4
+    kern = cpu_kernel("router", {"experts": E, "topk": k, "dtype": "bf16", "bias": 1})
+    logits = jnp.asarray(rng.standard_normal((T, E)), jnp.bfloat16)
+    bias = (rng.standard_normal(E) * 0.3).astype(np.float32)
+    w, ids = jax.jit(lambda l, b: mj.router(kern, l, b))(logits, bias)
+    want_w, want_ids = router_reference(as_f64(logits), k, bias)
+    np.testing.assert_array_equal(np.asarray(ids), want_ids)
+    np.testing.assert_allclose(np.asarray(w), want_w, rtol=1e-5)
+
+
+def test_jit_gmm_up_takes_tokens_as_an_attribute(rng):
+    E, D, I = 2, 32, 16
+    kern = cpu_kernel("gmm", {"experts": E, "topk": 1, "hidden": D, "intermediate": I, "dtype": "bf16",
+                              "align": 1})
+    offsets = np.array([0, 3, 5], np.int32)
+    x = jnp.asarray(rng.standard_normal((5, D)), jnp.bfloat16)
+    w13 = jnp.asarray(rng.standard_normal((E, 2 * I, D)) * 0.2, jnp.bfloat16)
+    h = jax.jit(lambda x, o, w: mj.gmm_up(kern, 5, x, o, w))(x, offsets, w13)
+    xs, ws = as_f64(x), as_f64(w13)
+    for e in range(E):
+        rows = slice(offsets[e], offsets[e + 1])
+        a = xs[rows] @ ws[e].T
+        want = a[:, :I] / (1 + np.exp(-a[:, :I])) * a[:, I:]
+        np.testing.assert_allclose(as_f64(h[rows]), want, rtol=3e-2, atol=3e-2)
+
+
+def test_a_wrong_dtype_is_a_value_error_at_trace_time(rng):
+    kern = cpu_kernel("combine", {"experts": 8, "topk": 2, "hidden": 16, "dtype": "bf16"})
+    y = jnp.zeros((4, 16), jnp.float32) + 1
+    with pytest.raises(ValueError, match=r"^combine: input 'y_sorted' has dtype f32, expected bf16"):
+        jax.jit(lambda y: mj.combine(kern, y, np.zeros(4, np.int32), np.ones((2, 2), np.float32)))(y)
