@@ -9,7 +9,8 @@
     router_loops.py the router's row loop and its cost per row on each preset's path
     report.py       every kernel of a build, as one moebench/kernel-report@1 document
     markdown.py     the report as a markdown table
-    gate.py         the CI gate: a report's regressions against a baseline
+    fp8_wgmma.py    the rules every fp8 wgmma kernel must meet (E4M3 warpgroup MMA, TMA, no local memory)
+    gate.py         the CI gate: a report's regressions against a baseline, and those rules
     cli.py          the command line
 
 Python 3 standard library only. docs/kernel-report.md says what every figure means.
