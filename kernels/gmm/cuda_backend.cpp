@@ -247,11 +247,11 @@ BackendImpl cuda_backend() {
           add(cuda::config_params(c));
         }
     // The Hopper grouped GEMM: its tiles are 64 or 128 rows tall, so the curated space offers it
-    // where experts have about a tile of rows.
+    // where experts have about a tile of rows (fp8: everywhere, it is fp8's only kernel here).
     for (auto& e : wgmma::entries()) {
       const wgmma::Config c{e.shape};
       if (!wgmma::invalid_reason(s, c, dev).empty()) continue;
-      if (!full && rows < 0.5 * e.shape.bm) continue;
+      if (!full && !s.fp8 && rows < 0.5 * e.shape.bm) continue;
       add(wgmma::config_params(c));
     }
     return v;
@@ -270,6 +270,11 @@ BackendImpl cuda_backend() {
           c.shape = e.shape;
           break;
         }
+    // No mma kernel for the problem (fp8 without one): the grouped GEMM's first tile that fits.
+    if (!cuda::invalid_reason(s, c, dev).empty())
+      for (auto& e : wgmma::entries())
+        if (wgmma::invalid_reason(s, wgmma::Config{e.shape}, dev).empty())
+          return complete(specs, wgmma::config_params(wgmma::Config{e.shape}), "gmm cuda config");
     return complete(specs, cuda::config_params(c), "gmm cuda config");
   };
   b.workspace_bytes = [](const Params& problem, const Params& config) {
