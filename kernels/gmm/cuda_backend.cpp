@@ -209,7 +209,7 @@ BackendImpl cuda_backend() {
   b.config_params = {
       int_param("block_m", 64, 16, 128, "rows per CTA tile (16,32,64,128)"),
       int_param("block_n", 128, 64, 256, "weight rows per CTA tile (64,128,256); up: half gate, half up"),
-      int_param("block_k", 64, 32, 64, "K slice per pipeline stage (32,64)"),
+      int_param("block_k", 64, 32, 128, "K slice per pipeline stage (32,64; fp8 kernel=wgmma: 128, one scale block)"),
       int_param("warps_m", 2, 1, 4, "warps along M"),
       int_param("warps_n", 2, 1, 4, "warps along N"),
       int_param("stages", 3, 2, 4, "cp.async pipeline depth"),
