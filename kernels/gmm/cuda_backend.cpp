@@ -263,8 +263,15 @@ BackendImpl cuda_backend() {
   };
   b.default_config = [specs = b.config_params](const Params& problem, const DeviceInfo& dev) {
     const GmmSpec s = GmmSpec::parse(problem);
-    if (s.fp8) return complete(specs, cuda::config_params(fp8_mma::default_config(s, dev)), "gmm cuda config");
     const double rows = s.avg_rows_per_expert();
+    if (s.fp8) {
+      // Prefill: the blockwise-scaled grouped GEMM's first tile that fits; decode: the mma kernel.
+      if (rows > 64)
+        for (auto& e : wgmma::entries())
+          if (wgmma::invalid_reason(s, wgmma::Config{e.shape}, dev).empty())
+            return complete(specs, wgmma::config_params(wgmma::Config{e.shape}), "gmm cuda config");
+      return complete(specs, cuda::config_params(fp8_mma::default_config(s, dev)), "gmm cuda config");
+    }
     const cuda::TileShape pick = rows <= 16   ? cuda::TileShape{16, 64, 64, 1, 4, 4}
                                  : rows <= 32  ? cuda::TileShape{32, 128, 64, 1, 4, 4}
                                  : rows <= 128 ? cuda::TileShape{64, 128, 64, 2, 2, 3}

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gmm/cuda_configs.hpp"
+#include "gmm/wgmma_configs.hpp"
 #include "moe/family.hpp"
 
 namespace moe::gmm::emu {
@@ -25,6 +26,9 @@ std::vector<cuda::TileShape> emulated_fp8_tiles();
 // only the per-expert shapes, pointers and strides the setup kernel wrote, so a wrong one fails
 // validation. `grid` caps both kernels' grids (0: as the GPU launch sizes them).
 void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long grid = 0);
+
+// fp8 up's silu*up + requantization kernel on the emulator (emu_silu_quant.cpp).
+void run_silu_quant(const wgmma::SiluQuantLaunch& a);
 
 // The tile shapes built for the emulator, in tiles()'s order (a test keeps them equal).
 std::vector<cuda::TileShape> emulated_tiles();

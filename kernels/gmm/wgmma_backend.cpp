@@ -55,7 +55,8 @@ Params config_params(const Config& c) {
 
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> all = {entry_128x128x64_coop(), entry_128x256x64_coop(),
-                                         entry_64x128x64_pingpong(), entry_128x128x64_coop_c2x1()};
+                                         entry_64x128x64_pingpong(), entry_128x128x64_coop_c2x1(),
+                                         entry_fp8_128x128x128_coop_c2x1(), entry_fp8_64x128x128_pingpong()};
   return all;
 }
 
@@ -82,7 +83,8 @@ std::string built_for(DType t) {
 
 // Where each part of the workspace starts (offsets in bytes from its base).
 struct Layout {
-  std::size_t problems, a, b, d, row_weight, lda, ldb, ldd, gu, cutlass, total;
+  std::size_t problems, a, b, d, row_weight, lda, ldb, ldd, sfa, sfb, layout_sfa, layout_sfb, gu, cutlass, total;
+  bool fp8;
 };
 
 Layout layout(const GmmSpec& s, const Entry& e, std::int64_t rows, int sm_count) {
@@ -102,8 +104,16 @@ Layout layout(const GmmSpec& s, const Entry& e, std::int64_t rows, int sm_count)
   l.lda = take(E * sizeof(long long));
   l.ldb = take(E * sizeof(long long));
   l.ldd = take(E * sizeof(long long));
-  // up: the GEMM's gate|up rows, which the silu*up kernel turns into h.
-  l.gu = take(s.down ? 0 : static_cast<std::size_t>(rows) * static_cast<std::size_t>(s.n_w()) * s.elem_bytes());
+  l.fp8 = s.fp8;
+  const std::size_t fp8_experts = s.fp8 ? E : 0;
+  l.sfa = take(fp8_experts * sizeof(void*));
+  l.sfb = take(fp8_experts * sizeof(void*));
+  l.layout_sfa = take(fp8_experts * kScaleLayoutInts * sizeof(int));
+  l.layout_sfb = take(fp8_experts * kScaleLayoutInts * sizeof(int));
+  // up: the GEMM's gate|up rows, which the silu*up kernel turns into h; fp8 down: its fp32
+  // rows, which one pass rounds to bf16.
+  const std::size_t out_bytes = s.fp8 ? sizeof(float) : s.elem_bytes();
+  l.gu = take(s.down && !s.fp8 ? 0 : static_cast<std::size_t>(rows) * static_cast<std::size_t>(s.n_w()) * out_bytes);
   l.cutlass = take(e.cutlass_workspace(static_cast<int>(E), sm_count));
   l.total = at;
   return l;
@@ -124,6 +134,12 @@ GroupArrays arrays(void* ws, const Layout& l) {
   g.lda = at<long long*>(ws, l.lda);
   g.ldb = at<long long*>(ws, l.ldb);
   g.ldd = at<long long*>(ws, l.ldd);
+  if (l.fp8) {
+    g.sfa = at<const float**>(ws, l.sfa);
+    g.sfb = at<const float**>(ws, l.sfb);
+    g.layout_sfa = at<int*>(ws, l.layout_sfa);
+    g.layout_sfb = at<int*>(ws, l.layout_sfb);
+  }
   return g;
 }
 
@@ -163,7 +179,6 @@ std::size_t workspace_bytes(const GmmSpec& s, const Config& c, int sm_count) {
 }
 
 std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev) {
-  if (s.fp8) return kFp8NoCuda;
   if (s.hidden % 8 != 0 || s.intermediate % 8 != 0)
     return "kernel=wgmma reads rows with TMA (16-byte aligned rows): hidden (" + std::to_string(s.hidden) +
            ") and intermediate (" + std::to_string(s.intermediate) + ") must be multiples of 8";
@@ -235,12 +250,38 @@ std::size_t cached_plans() {
   return plans().size();
 }
 
+// fp8 after the GEMM: up requantizes silu(gate)*up into h + h_scale, down rounds to bf16.
+static void finish_fp8(const GmmSpec& s, const SetupArgs& sa, const RefMap& out, void* stream) {
+  const float* gemm_out = reinterpret_cast<const float*>(sa.out);
+  if (s.down) {
+    RoundArgs r;
+    r.src = gemm_out;
+    r.offsets = sa.offsets;
+    r.dst = need(out, s.out_name()).as<std::uint16_t>();
+    r.rows = sa.rows;
+    r.cols = sa.n;
+    r.experts = sa.experts;
+    return launch_round_bf16(r, stream);
+  }
+  SiluQuantLaunch q;
+  q.gu = gemm_out;
+  q.offsets = sa.offsets;
+  q.h = need(out, "h").as<std::uint8_t>();
+  q.h_scale = need(out, "h_scale").as<float>();
+  check_aligned(q.h, "h");
+  q.rows = sa.rows;
+  q.inter = static_cast<int>(s.intermediate);
+  q.experts = sa.experts;
+  q.ue8m0 = s.ue8m0;
+  launch_silu_quant(q, stream);
+}
+
 std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, const Config& c, std::int64_t rows) {
   auto slot = std::make_shared<LaunchSlot>();
   slot->spec = s;
   slot->config = c;
   // setup, GEMM (, silu*up); a call with no rows or no local expert launches nothing.
-  slot->kernels = rows == 0 || s.e_local() == 0 ? 0 : s.down ? 2 : 3;
+  slot->kernels = rows == 0 || s.e_local() == 0 ? 0 : s.down && !s.fp8 ? 2 : 3;
   return slot;
 }
 
@@ -267,18 +308,25 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
   sa.offsets = need(in, "offsets").as<const std::int32_t>();
   sa.row_weight = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;
   std::uint16_t* dst = need(out, s.out_name()).as<std::uint16_t>();
-  sa.out = s.down ? dst : at<std::uint16_t*>(workspace, plan->layout.gu);
+  sa.out = s.down && !s.fp8 ? dst : at<std::uint16_t*>(workspace, plan->layout.gu);
   sa.rows = static_cast<int>(R);
   sa.n = static_cast<int>(s.n_w());
   sa.k = static_cast<int>(s.k_dim());
   sa.experts = static_cast<int>(s.e_local());
   sa.g = arrays(workspace, plan->layout);
+  if (s.fp8) {
+    sa.in_bytes = 1;
+    sa.out_bytes = sizeof(float);
+    sa.act_scale = need(in, s.act_scale_name()).as<const float>();
+    sa.weight_scale = need(in, s.weight_scale_name()).as<const float>();
+  }
   check_aligned(sa.act, s.act_name());
   check_aligned(sa.weight, s.weight_name());
   check_aligned(dst, s.out_name());
 
   launch_setup(sa, stream);
   plan->gemm->launch(stream);
+  if (s.fp8) return finish_fp8(s, sa, out, stream);
   if (!s.down) {
     SiluArgs si;
     si.gu = sa.out;

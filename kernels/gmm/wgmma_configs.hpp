@@ -36,7 +36,25 @@ struct GroupArrays {
   long long* lda = nullptr;            // row strides (elements) of A, B and D
   long long* ldb = nullptr;
   long long* ldd = nullptr;
+  // fp8 only (null otherwise): each expert's activation and weight scales, and their CUTLASS
+  // layouts as kScaleLayoutInts ints an expert (scale_layout).
+  const float** sfa = nullptr;
+  const float** sfb = nullptr;
+  int* layout_sfa = nullptr;
+  int* layout_sfb = nullptr;
 };
+
+// CUTLASS's K-major blockwise scale layout of one expert, ((1|128, mn), (128, kb), 1) with
+// strides ((0, kb), (0, 1), mn*kb), as the ints it keeps in memory: mn = rows (activations) or
+// 128-row blocks (weights), kb = K/128. The fp8 GEMM checks this against CUTLASS when it plans.
+inline constexpr int kScaleLayoutInts = 5;
+constexpr void scale_layout(int* out, int mn, int kb) {
+  out[0] = mn;
+  out[1] = kb;
+  out[2] = 1;
+  out[3] = kb;
+  out[4] = mn * kb;
+}
 
 // What the setup kernel reads: the call's tensors (device pointers) and the problem.
 struct SetupArgs {
@@ -46,6 +64,9 @@ struct SetupArgs {
   const float* row_weight = nullptr;      // [rows] or null
   std::uint16_t* out = nullptr;           // [rows, n]: the GEMM's output (up: gate|up workspace)
   int rows = 0, n = 0, k = 0, experts = 0;
+  int in_bytes = 2, out_bytes = 2;        // element sizes of act/weight and of out (fp8: 1 and 4)
+  const float* act_scale = nullptr;       // fp8: [rows, k/128]
+  const float* weight_scale = nullptr;    // fp8: [experts, n/128, k/128]
   GroupArrays g;
 };
 
@@ -66,9 +87,30 @@ struct SiluArgs {
   int rows = 0, inter = 0, experts = 0;
 };
 
-// Device kernels free of CUTLASS (wgmma_setup.cu; the cpu tests run their source emulated).
+// fp8 down: y_sorted[r, c] = bf16(src[r, c]) for the rows of every expert (cols a multiple of 8).
+struct RoundArgs {
+  const float* src = nullptr;  // [rows, cols]
+  const std::int32_t* offsets = nullptr;
+  std::uint16_t* dst = nullptr;  // [rows, cols]
+  int rows = 0, cols = 0, experts = 0;
+};
+
+// fp8 up: h + h_scale from the GEMM's fp32 gate|up rows (kernels/gmm/fp8_silu_quant_kernels.cuh).
+struct SiluQuantLaunch {
+  const float* gu = nullptr;  // [rows, 2I]
+  const std::int32_t* offsets = nullptr;
+  std::uint8_t* h = nullptr;  // [rows, I] e4m3
+  float* h_scale = nullptr;   // [rows, I/128]
+  int rows = 0, inter = 0, experts = 0;
+  bool ue8m0 = false;
+};
+
+// Device kernels free of CUTLASS (wgmma_setup.cu, wgmma_fp8_epilogue.cu; the cpu tests run
+// their sources emulated).
 void launch_setup(const SetupArgs& a, void* stream);
 void launch_silu(const SiluArgs& a, bool bf16, void* stream);
+void launch_round_bf16(const RoundArgs& a, void* stream);
+void launch_silu_quant(const SiluQuantLaunch& a, void* stream);
 
 // A planned grouped GEMM: CUTLASS's arguments checked and its params built, shared memory
 // attribute set. launch() is the GEMM kernel alone: no host sync, no other API call, so the
@@ -93,8 +135,10 @@ struct Entry {
   TileShape shape;
   std::size_t smem = 0;  // the kernel's shared memory (bytes)
   std::size_t (*cutlass_workspace)(int experts, int sm_count) = nullptr;
-  PlanFn bf16 = nullptr, f16 = nullptr;  // null: not built
-  PlanFn get(DType t) const { return t == DType::bf16 ? bf16 : t == DType::f16 ? f16 : nullptr; }
+  PlanFn bf16 = nullptr, f16 = nullptr, fp8 = nullptr;  // null: not built (fp8: e4m3 operands, fp32 out)
+  PlanFn get(DType t) const {
+    return t == DType::bf16 ? bf16 : t == DType::f16 ? f16 : t == DType::e4m3 ? fp8 : nullptr;
+  }
 };
 
 // Every instantiated shape, in a fixed order (wgmma_gemm_*.cu add theirs).
@@ -103,6 +147,8 @@ Entry entry_128x128x64_coop();
 Entry entry_128x256x64_coop();
 Entry entry_64x128x64_pingpong();
 Entry entry_128x128x64_coop_c2x1();
+Entry entry_fp8_128x128x128_coop_c2x1();
+Entry entry_fp8_64x128x128_pingpong();
 
 // A wgmma config of the cuda backend: the shape (its kernel=wgmma parameters).
 struct Config {

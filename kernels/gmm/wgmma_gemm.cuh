@@ -20,7 +20,7 @@
 #include <string>
 
 #include "gmm/wgmma_configs.hpp"
-#include "gmm/wgmma_failure.hpp"
+#include "gmm/wgmma_plan.cuh"
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
@@ -36,6 +36,7 @@ struct GroupedGemm {
                                           cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>;
   using EpiSchedule = std::conditional_t<PINGPONG, cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong,
                                          cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative>;
+  static constexpr int kClusterM = CM, kClusterN = CN;
   static constexpr int kAlign = 8;  // 16 bytes of 16-bit elements: TMA's requirement
 
   // The routed weights are a column per expert (array of pointers), read one float at a time:
@@ -61,95 +62,9 @@ struct GroupedGemm {
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Problem, Mainloop, Epilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 
-  // The setup kernel writes plain arrays (it includes no CUTLASS): check they are what CUTLASS reads.
-  static_assert(sizeof(typename Problem::UnderlyingProblemShape) == 3 * sizeof(int));
-  static_assert(sizeof(typename Kernel::InternalStrideA) == sizeof(long long));
-  static_assert(sizeof(typename Kernel::InternalStrideB) == sizeof(long long));
-  static_assert(sizeof(typename Kernel::InternalStrideD) == sizeof(long long));
-  static_assert(cute::is_same_v<cute::remove_cvref_t<decltype(cute::get<0>(typename Kernel::InternalStrideA{}))>,
-                                int64_t> &&
-                cute::is_same_v<cute::remove_cvref_t<decltype(cute::get<1>(typename Kernel::InternalStrideA{}))>,
-                                cute::_1>);
-  static_assert(cute::is_same_v<cute::remove_cvref_t<decltype(cute::get<0>(typename Kernel::InternalStrideB{}))>,
-                                int64_t>);
-  static_assert(cute::is_same_v<cute::remove_cvref_t<decltype(cute::get<0>(typename Kernel::InternalStrideD{}))>,
-                                int64_t>);
+  static typename Gemm::Arguments arguments(const PlanArgs& p) { return grouped_arguments<GroupedGemm>(p); }
 
-  static typename Gemm::Arguments arguments(const PlanArgs& p) {
-    typename Gemm::Arguments args;
-    args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
-    args.problem_shape = {p.experts, reinterpret_cast<typename Problem::UnderlyingProblemShape*>(p.g.problems),
-                          nullptr};
-    // The arrays hold exactly what CUTLASS reads (checked above); only the pointee types differ.
-    args.mainloop.ptr_A = reinterpret_cast<decltype(args.mainloop.ptr_A)>(p.g.a);
-    args.mainloop.dA = reinterpret_cast<decltype(args.mainloop.dA)>(p.g.lda);
-    args.mainloop.ptr_B = reinterpret_cast<decltype(args.mainloop.ptr_B)>(p.g.b);
-    args.mainloop.dB = reinterpret_cast<decltype(args.mainloop.dB)>(p.g.ldb);
-    args.epilogue.ptr_C = nullptr;
-    args.epilogue.dC = nullptr;
-    args.epilogue.ptr_D = reinterpret_cast<decltype(args.epilogue.ptr_D)>(p.g.d);
-    args.epilogue.dD = reinterpret_cast<decltype(args.epilogue.dD)>(p.g.ldd);
-    // EVT arguments: {accumulator, routed-weight column, multiply}.
-    args.epilogue.thread = {{}, {p.row_weight ? p.g.row_weight : nullptr, 1.0f, {}}, {}};
-    args.hw_info.device_id = p.device;
-    args.hw_info.sm_count = p.sm_count;
-    return args;
-  }
-
-  static std::size_t workspace(int experts, int sm_count) {
-    PlanArgs p;
-    p.experts = experts;
-    p.sm_count = sm_count;
-    return Gemm::get_workspace_size(arguments(p));
-  }
-
-  class Plan final : public Planned {
-   public:
-    explicit Plan(const PlanArgs& p) {
-      auto args = arguments(p);
-      const std::string what = "gmm wgmma " + shape_str(shape()) + ": ";
-      if (Gemm::can_implement(args) != cutlass::Status::kSuccess)
-        throw Error(what + "CUTLASS cannot run this problem (N=" + std::to_string(p.n) + ", K=" +
-                    std::to_string(p.k) + "): use kernel=mma");
-      args.hw_info.max_active_clusters = max_active_clusters();
-      const cutlass::Status st = gemm_.initialize(args, p.workspace);
-      if (st != cutlass::Status::kSuccess)
-        throw Error(what + "initialize failed (" +
-                    explain_cutlass_failure(cutlassGetStatusString(st), kernel(), Kernel::SharedStorageSize) +
-                    "): the device may lack the shared memory this tile needs; use a smaller tile or kernel=mma");
-      const dim3 g = Gemm::get_grid_shape(gemm_.params());
-      grid_ = g.x * g.y * g.z;
-    }
-    void launch(void* stream) const override {
-      // run() on the params built once: the kernel launch and nothing else.
-      const cutlass::Status st = gemm_.run(static_cast<cudaStream_t>(stream));
-      if (st != cutlass::Status::kSuccess)
-        throw Error("gmm wgmma grouped GEMM launch failed: " +
-                    explain_cutlass_failure(cutlassGetStatusString(st), kernel(), Kernel::SharedStorageSize, stream));
-      count_launch(reinterpret_cast<const void*>(&cutlass::device_kernel<Kernel>), grid_, Kernel::MaxThreadsPerBlock,
-                   Kernel::SharedStorageSize);
-    }
-
-   private:
-    static const void* kernel() { return reinterpret_cast<const void*>(&cutlass::device_kernel<Kernel>); }
-
-    // The persistent scheduler's cluster count: cudaOccupancyMaxActiveClusters for the kernel's
-    // real cluster, block and shared memory (left 0, CUTLASS assumes every SM pair can host one).
-    static int max_active_clusters() {
-      if constexpr (CM * CN == 1) {
-        return 0;  // no cluster: the SM count decides
-      } else {
-        const int n = cached_max_active_clusters(kernel(), CM, CN, Kernel::MaxThreadsPerBlock, Kernel::SharedStorageSize);
-        if (n <= 0) throw Error("gmm wgmma " + shape_str(shape()) + ": no cluster of this kernel fits the device: use a 1x1 cluster");
-        return n;
-      }
-    }
-
-    mutable Gemm gemm_;
-    unsigned grid_ = 0;
-  };
-
-  static std::unique_ptr<Planned> plan(const PlanArgs& p) { return std::make_unique<Plan>(p); }
+  static std::unique_ptr<Planned> plan(const PlanArgs& p) { return std::make_unique<CutlassPlan<GroupedGemm>>(p); }
 
   static TileShape shape() { return TileShape{BM, BN, BK, CM, CN, PINGPONG}; }
 };
@@ -160,7 +75,7 @@ Entry make_entry() {
   Entry e;
   e.shape = Bf16::shape();
   e.smem = Bf16::Kernel::SharedStorageSize;
-  e.cutlass_workspace = &Bf16::workspace;
+  e.cutlass_workspace = &grouped_workspace<Bf16>;
   e.bf16 = &Bf16::plan;
   if constexpr (WITH_F16) e.f16 = &GroupedGemm<cutlass::half_t, BM, BN, BK, CM, CN, PINGPONG>::plan;
   return e;

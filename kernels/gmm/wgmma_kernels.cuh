@@ -32,6 +32,7 @@ GMM_DEVICE float to_f32(std::uint16_t bits) {
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 
 using wgmma::SetupArgs;
+using wgmma::RoundArgs;
 using wgmma::SiluArgs;
 
 constexpr int kWgmmaThreads = 256;
@@ -49,13 +50,25 @@ GMM_KERNEL(kWgmmaThreads) wgmma_setup_kernel(const SetupArgs p) {
     p.g.problems[3 * e] = end - begin;
     p.g.problems[3 * e + 1] = p.n;
     p.g.problems[3 * e + 2] = p.k;
-    p.g.a[e] = p.act + static_cast<long long>(begin) * p.k;
-    p.g.b[e] = p.weight + e * p.n * static_cast<long long>(p.k);
-    p.g.d[e] = p.out + static_cast<long long>(begin) * p.n;
+    // Byte offsets: the operands are 16-bit or e4m3, the output 16-bit or (fp8) fp32.
+    const auto* act = reinterpret_cast<const unsigned char*>(p.act);
+    const auto* weight = reinterpret_cast<const unsigned char*>(p.weight);
+    auto* out = reinterpret_cast<unsigned char*>(p.out);
+    p.g.a[e] = act + static_cast<long long>(begin) * p.k * p.in_bytes;
+    p.g.b[e] = weight + e * p.n * static_cast<long long>(p.k) * p.in_bytes;
+    p.g.d[e] = out + static_cast<long long>(begin) * p.n * p.out_bytes;
     if (p.g.row_weight != nullptr) p.g.row_weight[e] = p.row_weight != nullptr ? p.row_weight + begin : nullptr;
     p.g.lda[e] = p.k;
     p.g.ldb[e] = p.k;
     p.g.ldd[e] = p.n;
+    if (p.g.sfa != nullptr) {
+      // fp8: the expert's rows of x_scale and its slab of w_scale, both K-major.
+      const int kb = p.k / 128;
+      p.g.sfa[e] = p.act_scale + static_cast<long long>(begin) * kb;
+      p.g.sfb[e] = p.weight_scale + e * (p.n / 128) * static_cast<long long>(kb);
+      wgmma::scale_layout(p.g.layout_sfa + wgmma::kScaleLayoutInts * e, end - begin, kb);
+      wgmma::scale_layout(p.g.layout_sfb + wgmma::kScaleLayoutInts * e, p.n / 128, kb);
+    }
   }
 }
 
@@ -83,6 +96,24 @@ GMM_KERNEL(kWgmmaThreads) wgmma_silu_kernel(const SiluArgs p) {
       h.v[j + 1] = static_cast<std::uint16_t>(packed >> 16);
     }
     store_vec8(p.h + r * p.inter + c, h);
+  }
+}
+
+// fp8 down: the GEMM's fp32 rows (routed weight applied) rounded once to bf16, eight columns
+// a thread, over the rows of every expert.
+GMM_KERNEL(kWgmmaThreads) wgmma_round_bf16_kernel(const RoundArgs p) {
+  const int used = clamp_row(ldg(p.offsets + p.experts), p.rows);
+  const int vecs = p.cols / 8;
+  const long long total = static_cast<long long>(used) * vecs;
+  for (long long i = block_x() * kWgmmaThreads + thread_x(); i < total; i += grid_x() * kWgmmaThreads) {
+    const long long at = i * 8;
+    Vec8 out;
+    for (int j = 0; j < 8; j += 2) {
+      const std::uint32_t packed = pack2<true>(p.src[at + j], p.src[at + j + 1]);
+      out.v[j] = static_cast<std::uint16_t>(packed & 0xFFFFu);
+      out.v[j + 1] = static_cast<std::uint16_t>(packed >> 16);
+    }
+    store_vec8(p.dst + at, out);
   }
 }
 

@@ -10,7 +10,8 @@
     slot_loops.py   the aligner's warp-instructions per routed slot, from its tagged loops
     report.py       every kernel of a build, as one moebench/kernel-report@1 document
     markdown.py     the report as a markdown table
-    gate.py         the CI gate: a report's regressions against a baseline
+    fp8_wgmma.py    the rules every fp8 wgmma kernel must meet (E4M3 warpgroup MMA, TMA, no local memory)
+    gate.py         the CI gate: a report's regressions against a baseline, and those rules
     cli.py          the command line
 
 Python 3 standard library only. docs/kernel-report.md says what every figure means.

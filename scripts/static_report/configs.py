@@ -68,15 +68,16 @@ def identify(name, static, obj=None):
         return {"family": "dispatch", "kind": "align", "config": {"aligner": "multi"}, "variant": {"step": "scan"}}
     # CUTLASS's kernels carry no moebench template, and their names are too deep for c++filt.
     # Each wgmma instantiation is alone in its translation unit, named after its config
-    # (wgmma_gemm_<BM>x<BN>x<BK>_<schedule>[_c<CM>x<CN>].cu): the object names the config.
-    if "cutlass" in name and (m := re.search(r"wgmma_gemm_(\d+)x(\d+)x(\d+)_(coop|pingpong)(?:_c(\d+)x\d+)?\.cu",
+    # (wgmma_gemm_[fp8_]<BM>x<BN>x<BK>_<schedule>[_c<CM>x<CN>].cu): the object names the config.
+    if "cutlass" in name and (m := re.search(r"wgmma_gemm_(fp8_)?(\d+)x(\d+)x(\d+)_(coop|pingpong)(?:_c(\d+)x\d+)?\.cu",
                                               obj or "")):
+        fp8, m = m[1], [None] + list(m.groups()[1:])
         cfg = {"kernel": "wgmma", "block_m": int(m[1]), "block_n": int(m[2]), "block_k": int(m[3]),
                "cluster_m": int(m[5] or 1), "schedule": "pingpong" if m[4] == "pingpong" else "cooperative"}
         dyn = next((w["dynamic_smem_bytes"] for w in static.get("wgmma_tiles", [])
                     if all(w[k] == v for k, v in cfg.items() if k != "kernel")), None)
         bf, hf = name.find("bfloat16_t"), name.find("half_t")  # element A comes first
-        dtype = "bf16" if bf != -1 and (hf == -1 or bf < hf) else "f16"
+        dtype = "e4m3" if fp8 else "bf16" if bf != -1 and (hf == -1 or bf < hf) else "f16"
         return {"family": "gmm", "kind": "wgmma", "config": cfg, "variant": {"dtype": dtype},
                 "dynamic_smem_bytes": dyn, "dynamic_smem_unknown": dyn is None}
     # The wgmma path's own small kernels serve every wgmma config.

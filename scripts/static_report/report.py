@@ -6,6 +6,7 @@ import os
 from . import SCHEMA
 from .configs import identify, matches
 from .cubins import read_object
+from .fp8_wgmma import wgmma_facts
 from .hot_loops import gmm_loop, memory_loop, vector_loop
 from .occupancy import DEVICES, REG_GRANULE, SMEM_RESERVED, occupancy_of
 from .router_loops import Sources, router_per_row, router_rows
@@ -68,6 +69,8 @@ def kernel_entry(obj, arch, mangled, name, use, launch_bound, insns, static, sou
     loops = loops_of(insns)
     if family == "gmm":
         e["k_loop"] = gmm_loop(insns, loops)
+        if e["kind"] == "wgmma":
+            e["wgmma_ops"] = wgmma_facts(insns)
     elif family == "router" and ident:
         lanes = ident["config"]["lanes"]
         rr = router_rows(insns, loops, sources, lanes)

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "common/e4m3.hpp"
@@ -179,16 +180,25 @@ TEST(GmmFp8Problem, RefusesShapesAndConfigs) {
   EXPECT_NE(F().need_backend(Backend::cpu).invalid_reason(ok, Params{{"block_m", std::int64_t{8}}, {"block_n", std::int64_t{64}}, {"block_k", std::int64_t{128}}}, DeviceInfo{}).find("fp8 takes block_n=128"),
             std::string::npos);
   const BackendImpl& cuda = F().need_backend(Backend::cuda);
-  // kernel=mma runs fp8 with its own tiles (block_k one 128-wide scale block); the bf16 tiles say so.
+  // kernel=mma runs fp8 with its own tiles (block_k one 128-wide scale block), kernel=wgmma with
+  // CUTLASS's blockwise-scaled grouped GEMM (tests/kernels/gmm/wgmma_fp8_test.cpp); the bf16 tiles say so.
   EXPECT_EQ(cuda.invalid_reason(ok, cuda.default_config(ok, DeviceInfo{}), DeviceInfo{}), "");
-  const auto space = cuda.space(ok, DeviceInfo{}, true);
-  ASSERT_FALSE(space.empty());
-  for (const Params& c : space)
-    if (c.s("kernel") == "mma") EXPECT_EQ(c.i("block_k"), 128) << c.str();
-  Params bf16_tile = cuda.default_config(ok, DeviceInfo{});
+  std::optional<Params> mma;
+  bool wgmma = false;
+  for (const Params& c : cuda.space(ok, DeviceInfo{}, true)) {
+    if (c.s("kernel") == "wgmma") {
+      wgmma = true;
+      continue;
+    }
+    EXPECT_EQ(c.i("block_k"), 128) << c.str();
+    if (!mma) mma = c;
+  }
+  ASSERT_TRUE(mma.has_value());
+  EXPECT_TRUE(wgmma);
+  Params bf16_tile = *mma;
   bf16_tile.set("block_k", std::int64_t{64});
   EXPECT_NE(cuda.invalid_reason(ok, bf16_tile, DeviceInfo{}).find("block_k=128, one scale block"), std::string::npos);
-  Params split_up = cuda.default_config(ok, DeviceInfo{});
+  Params split_up = *mma;
   split_up.set("split_k", std::int64_t{2});
   EXPECT_NE(cuda.invalid_reason(ok, split_up, DeviceInfo{}).find("split_k must be 1 for stage=up"), std::string::npos);
   // vLLM's spelling is the same problem.

@@ -14,6 +14,7 @@
 #include "gmm/family.hpp"
 #include "gmm/wgmma_configs.hpp"
 #include "support/gmm_problems.hpp"
+#include "support/wgmma_emulation.hpp"
 #include "moe/dtype.hpp"
 #include "moe/family.hpp"
 #include "common/emu_backend.hpp"
@@ -58,24 +59,7 @@ std::string run_setup(const gmm::wgmma::SetupArgs& a, long long grid, std::uint3
   return run_grid(emu::kWgmmaThreads, grid, seed, [&] { emu::wgmma_setup_kernel(a); });
 }
 
-// The whole wgmma call as the emu backend runs it (gmm::emu::run_wgmma: setup and silu*up
-// emulated, CUTLASS's GEMM played on the host from the arrays the setup kernel wrote). Returns
-// the emulator's complaint, or the family's validation summary when it fails.
-std::string check_stage(const Params& problem, TensorMap given, std::uint64_t seed, long long grid) {
-  InputOptions o;
-  o.seed = seed;
-  const auto p = tuner::prepare(gmm_family(), problem, o, std::move(given));
-  const GmmSpec s = GmmSpec::parse(p.problem);
-  TensorMap out = allocate(p.output_specs);
-  for (auto& [n, t] : out) poison_host(t.ref());
-  try {
-    gmm::emu::run_wgmma(s, refs(const_cast<TensorMap&>(p.inputs)), refs(out), grid);
-  } catch (const EmuFault& e) {
-    return e.what();
-  }
-  const Validation v = gmm_family().validate(p.problem, p.inputs, out, p.reference);
-  return v.ok ? std::string() : p.problem.str() + ": " + v.summary();
-}
+const auto check_stage = testing::check_wgmma_stage;
 
 TEST(WgmmaEmulation, BothStagesAgainstTheReference) {
   // Experts with 0, 1, 36 and 0 rows, K and N not multiples of any tile; grids of 1 CTA (the

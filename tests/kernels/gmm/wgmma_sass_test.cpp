@@ -1,6 +1,7 @@
 // The built CUTLASS grouped GEMMs read back with cuobjdump (from NVIDIA's wheel, installed by
-// scripts/setup.sh): every kernel of every wgmma object must issue wgmma (HGMMA) and TMA loads
-// (UTMALDG), and use no local memory or stack (a spill there would cost the k-loop dearly).
+// scripts/setup.sh): every kernel of every wgmma object must issue wgmma (HGMMA; QGMMA on E4M3
+// operands for the fp8 ones) and TMA loads (UTMALDG), and use no local memory or stack (a spill
+// there would cost the k-loop dearly).
 // This is what can be proven about the Hopper kernels without a GPU.
 #include <gtest/gtest.h>
 
@@ -78,7 +79,10 @@ TEST(WgmmaSass, EveryInstantiationUsesWgmmaAndTmaWithoutLocalMemory) {
     for (const auto& [name, code] : functions(sass)) {
       if (name.find("GemmUniversal") == std::string::npos) continue;
       ++gemms;
-      EXPECT_NE(code.find("HGMMA"), std::string::npos) << obj.filename() << ": no wgmma in " << name;
+      // bf16/f16 wgmma is HGMMA; e4m3 wgmma is QGMMA with both operand types E4M3.
+      const bool fp8 = obj.filename().string().find("_fp8_") != std::string::npos;
+      EXPECT_NE(code.find(fp8 ? ".E4M3.E4M3" : "HGMMA"), std::string::npos) << obj.filename() << ": no wgmma in " << name;
+      if (fp8) EXPECT_EQ(code.find("HGMMA"), std::string::npos) << obj.filename() << ": a 16-bit wgmma in " << name;
       EXPECT_NE(code.find("UTMALDG"), std::string::npos) << obj.filename() << ": no TMA load in " << name;
     }
     EXPECT_GE(gemms, 1) << obj.filename() << " holds no CUTLASS GEMM kernel";
