@@ -53,7 +53,6 @@ inline constexpr double kHScaleRtol = 1.0 / 4096;
 void run_fp8_cpu(const GmmSpec& s, std::int64_t block_m, const RefMap& in, const RefMap& out, int threads);
 
 // Until fp8 cuda kernels exist, the cuda backend refuses fp8 problems: never run them as bf16.
-inline constexpr const char* kFp8NoCuda = "fp8 has no cuda gmm kernel yet (it runs on the cpu backend): use --backend cpu";
 
 BackendImpl cpu_backend();
 BackendImpl cuda_backend();
