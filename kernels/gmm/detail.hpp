@@ -52,8 +52,6 @@ inline constexpr double kHScaleRtol = 1.0 / 4096;
 // fp8_cpu.cpp: the cpu backend's fp8 path, fp32 sums per 128 block scaled into fp32 accumulators.
 void run_fp8_cpu(const GmmSpec& s, std::int64_t block_m, const RefMap& in, const RefMap& out, int threads);
 
-// Until fp8 cuda kernels exist, the cuda backend refuses fp8 problems: never run them as bf16.
-
 BackendImpl cpu_backend();
 BackendImpl cuda_backend();
 
