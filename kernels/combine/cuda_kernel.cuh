@@ -14,6 +14,7 @@
 
 #include "combine/cuda_launch.hpp"
 #include "combine/spec.hpp"
+#include "common/cuda_pdl.cuh"
 
 namespace moe::combine_cuda::detail {
 
@@ -98,6 +99,9 @@ __global__ void __launch_bounds__(THREADS) combine_kernel(Dev a, int tpc) {
   const int g = threadIdx.x / G, lt = threadIdx.x % G;
   const long long t = static_cast<long long>(blockIdx.x) * tpc + g;
   const bool active = t < a.T;
+  // dst, the weights and y_sorted are all earlier stages' outputs: wait before the first read.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
 
   if (lt < 32) {  // the group's first warp: selected slots, in slot order
     int n = 0;
