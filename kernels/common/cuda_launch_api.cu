@@ -38,9 +38,20 @@ int real_blocks_per_sm(const void* func, int threads, std::size_t smem) {
   return n;
 }
 
-void real_launch(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args) {
-  cuda_check(cudaLaunchKernel(func, dim3(grid), dim3(block), args, smem, static_cast<cudaStream_t>(stream)),
-             "kernel launch");
+void real_launch(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args,
+                 bool programmatic) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(block);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  // Stream capture records the attribute as a programmatic graph edge (CUDA 12.3 and later).
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = programmatic ? &attr : nullptr;
+  cfg.numAttrs = programmatic ? 1 : 0;
+  cuda_check(cudaLaunchKernelExC(&cfg, func, args), "kernel launch");
 }
 
 constexpr CudaRuntimeCalls kReal{real_current_device, real_sm_count, real_set_max_smem, real_blocks_per_sm,
@@ -116,17 +127,30 @@ KernelFacts kernel_facts(const void* func, int threads, std::size_t smem) {
 }
 
 thread_local std::vector<LaunchRecord>* recorder = nullptr;
+thread_local bool programmatic_on = true;
+
+bool programmatic_launch() { return programmatic_on; }
+
+ProgrammaticLaunch::ProgrammaticLaunch(bool on) : before_(programmatic_on) { programmatic_on = on; }
+ProgrammaticLaunch::~ProgrammaticLaunch() { programmatic_on = before_; }
 
 void record_launches(std::vector<LaunchRecord>* into) { recorder = into; }
 
-void count_launch(const void* func, unsigned grid, unsigned block, std::size_t smem) {
+namespace {
+void count(const void* func, unsigned grid, unsigned block, std::size_t smem, bool programmatic) {
   ++n_launch;
-  if (recorder) recorder->push_back({func, grid, block, smem});
+  if (recorder) recorder->push_back({func, grid, block, smem, programmatic});
+}
+}  // namespace
+
+void count_launch(const void* func, unsigned grid, unsigned block, std::size_t smem) {
+  count(func, grid, block, smem, false);
 }
 
 void launch_kernel(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args) {
-  count_launch(func, grid, block, smem);
-  calls.load()->launch(func, grid, block, smem, stream, args);
+  const bool programmatic = programmatic_on;
+  count(func, grid, block, smem, programmatic);
+  calls.load()->launch(func, grid, block, smem, stream, args, programmatic);
 }
 
 std::uint64_t kernel_launches() { return n_launch.load(); }
