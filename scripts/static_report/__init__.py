@@ -7,6 +7,7 @@
     occupancy.py    CTAs per SM on H100/H200 from registers, threads and shared memory
     hot_loops.py    the gmm k-loop and the gather/combine memory loops
     router_loops.py the router's row loop and its cost per row on each preset's path
+    pdl.py          programmatic dependent launch: where a kernel waits (ACQBULK) and triggers (PREEXIT)
     report.py       every kernel of a build, as one moebench/kernel-report@1 document
     markdown.py     the report as a markdown table
     gate.py         the CI gate: a report's regressions against a baseline

@@ -275,3 +275,36 @@ TEST(KernelReport, ReadsAWarpSpecializedWgmmaKernel) {
   EXPECT_EQ(j["other"]["kind"], "wgmma");
   EXPECT_TRUE(j["other"]["config"].is_null());
 }
+
+// Programmatic dependent launch, read from a hand-written SASS fixture: ACQBULK is the wait,
+// PREEXIT the trigger, and the work laid out before the wait is counted (the NOP is not work).
+// A kernel the library launches with the attribute and that never waits is a gate failure.
+TEST(KernelReport, ReadsWhereAKernelWaitsAndGatesOneThatNeverDoes) {
+  const fs::path sass = kSource / "tests" / "data" / "sass" / "pdl.sass";
+  const std::string py =
+      "import json, kernel_report as k; f = k.parse_sass(open('" + sass.string() + "').read()); "
+      "w, n = k.pdl_of(f['_Z14fixture_waitsv']), k.pdl_of(f['_Z18fixture_never_waitsv']); "
+      "ks = [{'family': fam, 'kind': kind, 'name': fam + '-' + kind, 'pdl': n} for fam, kind in "
+      "(('router', 'row'), ('gmm', 'mma'), ('gmm', 'wgmma'), ('dispatch', 'align'))]; "
+      "print(json.dumps({'waits': w, 'never': n, 'missing': k.missing_waits(ks)}))";
+  const Proc r = sh("cd " + quote(kSource / "scripts") + " && python3 -c \"" + py + "\"");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["waits"], json({{"waits", true}, {"triggers", true}, {"before_wait", 2}})) << r.out;
+  EXPECT_EQ(j["never"], json({{"waits", false}, {"triggers", false}, {"before_wait", nullptr}})) << r.out;
+  // CUTLASS's grouped GEMM is launched without the attribute: it need not wait.
+  ASSERT_EQ(j["missing"].size(), 3u) << r.out;
+  for (auto& line : j["missing"]) EXPECT_EQ(line.get<std::string>().find("gmm-wgmma"), std::string::npos) << r.out;
+}
+
+TEST(KernelReport, GateFailsWhenAKernelOfTheLayerDoesNotWait) {
+  std::string who;
+  const Proc r = gate_doctored("no-wait", [&](json& j) {
+    json& k = pick(j, "combine", [](const json&) { return true; });
+    k["pdl"] = json({{"waits", false}, {"triggers", true}, {"before_wait", nullptr}});
+    who = k["name"];
+  });
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("no griddepcontrol.wait (ACQBULK)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(who), std::string::npos) << r.out;
+}
