@@ -8,6 +8,7 @@
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
+#include "moe/programmatic_launch.hpp"
 #include "runtime/current_device.hpp"
 
 namespace moe {
@@ -38,8 +39,8 @@ int real_blocks_per_sm(const void* func, int threads, std::size_t smem) {
   return n;
 }
 
-void real_launch(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args,
-                 bool programmatic) {
+void real_launch(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args) {
+  const bool programmatic = programmatic_launch();
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(grid);
   cfg.blockDim = dim3(block);
@@ -136,21 +137,14 @@ ProgrammaticLaunch::~ProgrammaticLaunch() { programmatic_on = before_; }
 
 void record_launches(std::vector<LaunchRecord>* into) { recorder = into; }
 
-namespace {
-void count(const void* func, unsigned grid, unsigned block, std::size_t smem, bool programmatic) {
-  ++n_launch;
-  if (recorder) recorder->push_back({func, grid, block, smem, programmatic});
-}
-}  // namespace
-
 void count_launch(const void* func, unsigned grid, unsigned block, std::size_t smem) {
-  count(func, grid, block, smem, false);
+  ++n_launch;
+  if (recorder) recorder->push_back({func, grid, block, smem});
 }
 
 void launch_kernel(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args) {
-  const bool programmatic = programmatic_on;
-  count(func, grid, block, smem, programmatic);
-  calls.load()->launch(func, grid, block, smem, stream, args, programmatic);
+  count_launch(func, grid, block, smem);
+  calls.load()->launch(func, grid, block, smem, stream, args);
 }
 
 std::uint64_t kernel_launches() { return n_launch.load(); }

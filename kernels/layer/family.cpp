@@ -15,8 +15,8 @@
 #include "layer/stage_configs.hpp"
 #include "layer/stages.hpp"
 #include "moe/cuda_device.hpp"
-#include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
+#include "moe/programmatic_launch.hpp"
 #include "router/family.hpp"
 
 namespace moe {

@@ -2,8 +2,8 @@
 #include <cstdlib>
 
 #include "moe/cuda_device.hpp"
-#include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
+#include "moe/programmatic_launch.hpp"
 #include "moe/moe.hpp"
 #include "runtime/current_device.hpp"
 #include "runtime/lookup.hpp"

@@ -18,10 +18,8 @@ struct CudaRuntimeCalls {
   // Opts the kernel into `smem` bytes of dynamic shared memory (only called when smem > 48 KiB).
   void (*set_max_smem)(const void* func, std::size_t smem);
   int (*blocks_per_sm)(const void* func, int threads, std::size_t smem);
-  // grid and block are 1-D; `args` as cudaLaunchKernel takes them. `programmatic`: the launch
-  // carries cudaLaunchAttributeProgrammaticStreamSerialization.
-  void (*launch)(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args,
-                 bool programmatic);
+  // grid and block are 1-D; `args` as cudaLaunchKernel takes them.
+  void (*launch)(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args);
 };
 
 // What the runtime said about one kernel at one launch shape on one device.
@@ -38,24 +36,7 @@ int launch_device();
 // A device's SM count, cached per device.
 int cached_sm_count(int device);
 
-// Programmatic dependent launch (PDL): while it is on for the calling thread, every launch
-// below carries cudaLaunchAttributeProgrammaticStreamSerialization, so a kernel may start while
-// its predecessor on the stream finishes (each of our kernels waits with griddepcontrol.wait
-// before it reads that predecessor's output: docs/design.md, "Programmatic dependent launch").
-// On by default; a ProgrammaticLaunch scope sets it for the calling thread until it ends.
-bool programmatic_launch();
-class ProgrammaticLaunch {
- public:
-  explicit ProgrammaticLaunch(bool on);
-  ~ProgrammaticLaunch();
-  ProgrammaticLaunch(const ProgrammaticLaunch&) = delete;
-  ProgrammaticLaunch& operator=(const ProgrammaticLaunch&) = delete;
-
- private:
-  bool before_;
-};
-
-// Launches through the runtime (cudaLaunchKernelEx) and counts the launch.
+// Launches through the runtime (cudaLaunchKernel) and counts the launch.
 void launch_kernel(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args);
 template <class... A>
 void launch_kernel_args(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, A&... a) {
@@ -64,8 +45,7 @@ void launch_kernel_args(const void* func, unsigned grid, unsigned block, std::si
 }
 
 // A launch made by a library that launches its own kernels (CUTLASS's adapter): counted and
-// recorded like the others, so a call's kernel count stays whole. Such a launch is never
-// programmatic (the library's kernels do not wait), so it ends before its successor starts.
+// recorded like the others, so a call's kernel count stays whole.
 void count_launch(const void* func, unsigned grid, unsigned block, std::size_t smem);
 
 // Launches made on this thread while a recorder is set (nullptr stops): a bench learns which
@@ -74,7 +54,6 @@ struct LaunchRecord {
   const void* func;
   unsigned grid, block;
   std::size_t smem;
-  bool programmatic = false;  // launched with the programmatic-serialization attribute
 };
 void record_launches(std::vector<LaunchRecord>* into);
 

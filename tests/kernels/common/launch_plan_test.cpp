@@ -2,6 +2,7 @@
 // moe/cuda_launch_api.hpp), so these tests see every query and launch the host code makes.
 #include <gtest/gtest.h>
 
+#include <thread>
 #include <vector>
 
 #include "gmm/cuda_configs.hpp"
@@ -12,6 +13,7 @@
 #include "support/gmm_problems.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
+#include "moe/programmatic_launch.hpp"
 #include "support/prepared_problems.hpp"
 #include "tuner/measure/cupti_timer.hpp"
 
@@ -34,8 +36,9 @@ const CudaRuntimeCalls kFake{
     [](int) { return ++sm_calls, 132; },
     [](const void*, std::size_t) { ++smem_calls; },
     [](const void*, int, std::size_t) { return ++occ_calls, 2; },
-    [](const void* f, unsigned g, unsigned b, std::size_t s, void*, void**, bool pdl) {
-      launches.push_back({f, g, b, s, pdl});
+    // As the real launch does, the fake reads whether this launch is programmatic.
+    [](const void* f, unsigned g, unsigned b, std::size_t s, void*, void**) {
+      launches.push_back({f, g, b, s, programmatic_launch()});
     },
 };
 
@@ -154,7 +157,6 @@ TEST_F(LaunchPlanTest, GmmWgmmaPlanCountsSetupGemmAndSilu) {
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].grid, 7u);
   EXPECT_EQ(seen[0].block, 384u);
-  EXPECT_FALSE(seen[0].programmatic) << "a library's own launch is never programmatic";
   EXPECT_TRUE(launches.empty());
 }
 
@@ -345,23 +347,22 @@ TEST_F(LaunchPlanTest, LayerLaunchesCarryTheProgrammaticAttributeOnlyWhenPdlIsOn
   EXPECT_TRUE(programmatic_launch()) << "the scope did not restore the default";
 }
 
-TEST_F(LaunchPlanTest, LaunchRecordsSayWhetherALaunchWasProgrammatic) {
-  std::vector<LaunchRecord> seen;
-  record_launches(&seen);
+TEST_F(LaunchPlanTest, AProgrammaticLaunchScopeHoldsForItsThreadOnly) {
   int a = 1;
   const void* f = &a;
   launch_kernel_args(f, 1, 32, 0, nullptr, a);
   {
     const ProgrammaticLaunch off(false);
     launch_kernel_args(f, 2, 32, 0, nullptr, a);
+    bool other_thread = false;
+    std::thread([&] { other_thread = programmatic_launch(); }).join();
+    EXPECT_TRUE(other_thread) << "a scope on one thread turned PDL off on another";
   }
-  record_launches(nullptr);
-  ASSERT_EQ(seen.size(), 2u);
-  EXPECT_TRUE(seen[0].programmatic);
-  EXPECT_FALSE(seen[1].programmatic);
-  ASSERT_EQ(launches.size(), 2u);
+  launch_kernel_args(f, 3, 32, 0, nullptr, a);
+  ASSERT_EQ(launches.size(), 3u);
   EXPECT_TRUE(launches[0].programmatic);
   EXPECT_FALSE(launches[1].programmatic);
+  EXPECT_TRUE(launches[2].programmatic) << "the scope did not restore PDL when it ended";
 }
 
 TEST(CuptiVerdict, FewerKernelsOrDroppedRecordsFallBackToEvents) {
