@@ -138,6 +138,13 @@ void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, 
   for (int q = 0; q < 4; ++q) d[q] = out[q];
 }
 
+// ---- griddepcontrol.wait / griddepcontrol.launch_dependents (programmatic dependent launch)
+
+// The emulator runs each grid to completion before the next starts, so a kernel's predecessor
+// is always done and visible: the wait has nothing to wait for and the trigger nothing to start.
+inline void griddepcontrol_wait() {}
+inline void griddepcontrol_launch_dependents() {}
+
 // ---- vector memory accesses: the alignment a GPU faults on
 
 inline void need_aligned(const void* p, std::size_t bytes, const char* what) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "emu/ptx.hpp"
 #include "emu/simt_emulator.hpp"
 
 #undef __global__
@@ -28,6 +29,8 @@
 #define __launch_bounds__(...)
 #define __forceinline__ inline
 #define MOE_DYNAMIC_SMEM(T, name) T* name = reinterpret_cast<T*>(::simt::dynamic_smem())
+#define MOE_GRID_DEPENDENCY_WAIT() ::simt::ptx::griddepcontrol_wait()
+#define MOE_LAUNCH_DEPENDENTS() ::simt::ptx::griddepcontrol_launch_dependents()
 
 namespace simt_cuda {
 

@@ -15,6 +15,7 @@
 
 #include "combine/cuda_launch.hpp"
 #include "combine/spec.hpp"
+#include "common/cuda_pdl.cuh"
 
 namespace moe::combine_cuda::detail {
 
@@ -122,6 +123,9 @@ __global__ void __launch_bounds__(THREADS) combine_kernel(Dev a, int tpc) {
   const long long t = static_cast<long long>(blockIdx.x) * tpc + g;
   const bool active = t < a.T;
   const Tin* y = static_cast<const Tin*>(a.y);
+  // dst, the weights and y_sorted are all earlier stages' outputs: wait before the first read.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
 
   if (lt < 32) {  // the group's first warp: selected slots, in slot order
     int n = 0;

@@ -8,6 +8,7 @@
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
+#include "moe/programmatic_launch.hpp"
 #include "runtime/current_device.hpp"
 
 namespace moe {
@@ -39,8 +40,19 @@ int real_blocks_per_sm(const void* func, int threads, std::size_t smem) {
 }
 
 void real_launch(const void* func, unsigned grid, unsigned block, std::size_t smem, void* stream, void** args) {
-  cuda_check(cudaLaunchKernel(func, dim3(grid), dim3(block), args, smem, static_cast<cudaStream_t>(stream)),
-             "kernel launch");
+  const bool programmatic = programmatic_launch();
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(block);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  // Stream capture records the attribute as a programmatic graph edge (CUDA 12.3 and later).
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = programmatic ? &attr : nullptr;
+  cfg.numAttrs = programmatic ? 1 : 0;
+  cuda_check(cudaLaunchKernelExC(&cfg, func, args), "kernel launch");
 }
 
 int real_max_active_clusters(const void* func, int cluster_x, int cluster_y, int threads, std::size_t smem) {
@@ -153,6 +165,12 @@ KernelFacts kernel_facts(const void* func, int threads, std::size_t smem) {
 }
 
 thread_local std::vector<LaunchRecord>* recorder = nullptr;
+thread_local bool programmatic_on = true;
+
+bool programmatic_launch() { return programmatic_on; }
+
+ProgrammaticLaunch::ProgrammaticLaunch(bool on) : before_(programmatic_on) { programmatic_on = on; }
+ProgrammaticLaunch::~ProgrammaticLaunch() { programmatic_on = before_; }
 
 void record_launches(std::vector<LaunchRecord>* into) { recorder = into; }
 

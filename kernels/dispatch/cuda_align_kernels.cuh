@@ -9,6 +9,7 @@
 //   multi:  hist (per-CTA counts) -> scan (one CTA) -> scatter (per-CTA stable placement).
 // Device code only, so tests/kernels/dispatch/dispatch_emulation_test.cpp can run it on the cpu; the launchers
 // are in cuda_align.cu. Internal linkage: each includer gets its own copy.
+#include "common/cuda_pdl.cuh"
 #include "common/cuda_smem.cuh"
 #include "dispatch/cuda_launch.hpp"
 
@@ -226,6 +227,9 @@ __global__ void __launch_bounds__(THREADS) align_single_kernel(Dev a) {
   int* scratch = off + El + 1;   // [NW + 1]
   const int tid = threadIdx.x, warp = tid >> 5;
   for (int i = tid; i < NW * El; i += THREADS) cnt[i] = 0;
+  // ids are the router's output; only shared memory is touched before the wait.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   stage_local<THREADS>(a, slots, NW * per, le);
   __syncthreads();
   const int s0 = warp * per, s1 = s0 + per;
@@ -260,6 +264,8 @@ __global__ void __launch_bounds__(THREADS) align_hist_kernel(Dev a, int chunk, i
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long s0 = static_cast<long long>(blockIdx.x) * chunk, s1 = lmin(a.slots, s0 + chunk);
   for (int e = tid; e < a.local; e += THREADS) cnt[e] = 0;
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   stage_ids<THREADS>(a, s0, s1, le);
   __syncthreads();
   for (long long base = s0 + warp * 32; base < s1; base += THREADS) {
@@ -286,6 +292,8 @@ __global__ void __launch_bounds__(kScanThreads) align_scan_kernel(Dev a, int* hi
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // Each warp scans kE experts side by side, so their loads overlap.
   constexpr int kE = 4;
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   for (int e0 = warp; e0 < El; e0 += NW * kE) {
     int run[kE] = {};
     for (int b0 = 0; b0 < ctas; b0 += 32) {
@@ -329,6 +337,8 @@ __global__ void __launch_bounds__(THREADS) align_scatter_kernel(Dev a, int chunk
   const int tid = threadIdx.x, warp = tid >> 5;
   const long long c0 = static_cast<long long>(blockIdx.x) * chunk, c1 = lmin(a.slots, c0 + chunk);
   for (int i = tid; i < NW * El; i += THREADS) cnt[i] = 0;
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   stage_ids<THREADS>(a, c0, c1, le);
   __syncthreads();
   const long long per = (c1 - c0 + NW - 1) / NW;

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "common/fp8_group_quant.cuh"
+#include "common/cuda_pdl.cuh"
 
 namespace moe::dispatch_cuda::gather_fp8_kernels {
 
@@ -44,6 +45,8 @@ __global__ void __launch_bounds__(THREADS) quant_gather_kernel(QDev g) {
   const long long warp = (static_cast<long long>(blockIdx.x) * THREADS + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32, sub = lane % kLanesPerGroup;
   const long long r = warp / chunks;  // the same for the whole warp: its shuffles see every lane
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   if (r >= q_rows_in_use(g)) return;
   const long long grp = (warp % chunks) * kGroupsPerWarp + lane / kLanesPerGroup;
   const bool live = grp < G;  // D/128 not a multiple of 4: the warp's last lanes idle along

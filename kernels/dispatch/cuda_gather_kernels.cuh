@@ -8,6 +8,8 @@
 // is in cuda_gather.cu. Internal linkage: each includer gets its own copy.
 #include <cstdint>
 
+#include "common/cuda_pdl.cuh"
+
 namespace moe::dispatch_cuda::gather_kernels {
 
 namespace {
@@ -51,6 +53,9 @@ __global__ void __launch_bounds__(THREADS) gather_kernel(Dev g, int rows_per_cta
   const int group = THREADS / rows_per_cta;
   const int lt = threadIdx.x % group;
   const long long r = static_cast<long long>(blockIdx.x) * rows_per_cta + threadIdx.x / group;
+  // offsets and src are the aligner's output, x the layer input: nothing is read before the wait.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   if (r >= rows_in_use(g)) return;
   const long long units = g.row_bytes / VB;
   V* out = reinterpret_cast<V*>(g.xs + r * g.row_bytes);
@@ -90,6 +95,8 @@ __global__ void __launch_bounds__(THREADS) gather_by_token_kernel(Dev g, Tok tk,
   const int group = THREADS / per_cta;
   const int gi = threadIdx.x / group, lt = threadIdx.x % group;
   const long long units = g.row_bytes / VB;
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   if (blockIdx.x >= tk.token_blocks) {  // the tail: zero the padding rows of a row range
     const long long r0 = (blockIdx.x - tk.token_blocks) * static_cast<long long>(kPadRowsPerBlock);
     const long long end = rows_in_use(g);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/cuda_pdl.cuh"
 #include "gmm/cuda_configs.hpp"
 // The cpu tests compile this file against emulated primitives, in a namespace of their own.
 #ifndef GMM_EMULATED_PRIMITIVES
@@ -86,6 +87,10 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
   const std::uint32_t a_frag = smem_u32(smem + (warp_m * WM + (lane & 15)) * LDS + (lane >> 4) * 8);
   const std::uint32_t b_frag = smem_u32(smem + A_STAGE + (warp_n * WN + (lane & 7) + ((lane >> 4) << 3)) * LDS +
                                         ((lane >> 3) & 1) * 8);
+  // Above: addresses only. The offsets (the tile map's source) and the activations are
+  // earlier stages' outputs, so the first global read waits; only weights could go before it.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   if (warp == 0) build_tile_prefix<BM>(p, prefix, lane);
   sync_threads();
 
@@ -282,6 +287,9 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
 // does not depend on which CTA finished first), then the epilogue the main kernel skipped.
 template <bool UP, bool BF16>
 GMM_KERNEL(256) gmm_finalize_kernel(const KernelArgs p) {
+  // The partial sums are the main kernel's output, the offsets dispatch's.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   const int half = p.n_out / 2;
   // Rows past offsets[E] hold no partials (the layer sizes its buffers for the worst case).
   const long long total = static_cast<long long>(seg_end(p, p.experts - 1)) * half;

@@ -14,6 +14,8 @@
 #define GMM_KERNEL_NAMESPACE emulated
 #define GMM_DEVICE inline
 #define GMM_KERNEL(threads) inline void  // inline: tests include the kernels too
+#define MOE_GRID_DEPENDENCY_WAIT() ::simt::ptx::griddepcontrol_wait()
+#define MOE_LAUNCH_DEPENDENTS() ::simt::ptx::griddepcontrol_launch_dependents()
 
 #include "gmm/cuda_configs.hpp"
 #include "gmm/wgmma_configs.hpp"

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "common/fp8_group_quant.cuh"
+#include "common/cuda_pdl.cuh"
 
 namespace moe::gmm::fp8_kernels {
 
@@ -34,6 +35,9 @@ __global__ void __launch_bounds__(THREADS) silu_quant_kernel(const SiluQuantArgs
   const long long warp = (static_cast<long long>(blockIdx.x) * THREADS + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32, sub = lane % kLanesPerGroup;
   const long long r = warp / chunks;  // one row per warp: its shuffles see every lane
+  // gate|up and offsets[E] are the GEMM's and dispatch's outputs.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   long long in_use = p.rows;
   if (p.used) in_use = *p.used < 0 ? 0 : (*p.used < p.rows ? *p.used : p.rows);
   if (r >= in_use) return;

@@ -5,6 +5,7 @@
 // the cpu tests compile this very source against emulated primitives (tests/kernels/gmm/wgmma_emulation_test.cpp).
 #include <cstdint>
 
+#include "common/cuda_pdl.cuh"
 #include "gmm/wgmma_configs.hpp"
 #ifndef GMM_EMULATED_PRIMITIVES
 #include "gmm/cuda_primitives.cuh"
@@ -44,6 +45,9 @@ GMM_DEVICE int clamp_row(int v, int rows) { return v < 0 ? 0 : v > rows ? rows :
 // gives it no tiles. Rows past offsets[E] belong to no expert and are left alone (as the mma
 // kernel does); padding rows inside a segment are zero activations, so their output is zero.
 GMM_KERNEL(kWgmmaThreads) wgmma_setup_kernel(const SetupArgs p) {
+  // offsets are dispatch's; the shape arrays it writes are read by the previous stage's GEMM.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   for (long long e = block_x() * kWgmmaThreads + thread_x(); e < p.experts; e += grid_x() * kWgmmaThreads) {
     const int begin = clamp_row(ldg(p.offsets + e), p.rows);
     const int end = max(begin, clamp_row(ldg(p.offsets + e + 1), p.rows));
@@ -76,6 +80,9 @@ GMM_KERNEL(kWgmmaThreads) wgmma_setup_kernel(const SetupArgs p) {
 // GEMM's rounded gate and up (the reference rounds once, at the end: within bf16 tolerance).
 template <bool BF16>
 GMM_KERNEL(kWgmmaThreads) wgmma_silu_kernel(const SiluArgs p) {
+  // gate|up is the GEMM's output (not launched programmatically: it ends before this starts).
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   const int used = clamp_row(ldg(p.offsets + p.experts), p.rows);
   const int vecs = p.inter / 8;
   const long long total = static_cast<long long>(used) * vecs;

@@ -16,6 +16,7 @@
 #include "layer/stages.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
+#include "moe/programmatic_launch.hpp"
 #include "router/family.hpp"
 
 namespace moe {
@@ -34,6 +35,9 @@ std::vector<ParamSpec> layer_config_params() {
     s.help = std::string("the ") + k + " stage's config as NAME=VALUE;NAME=VALUE (auto: what runtime dispatch picks from the tuned tables; default: the family default)";
     v.push_back(s);
   }
+  v.push_back(int_param("pdl", 1, 0, 1,
+                        "1: launch each stage's kernels with programmatic dependent launch, so a kernel starts while "
+                        "its predecessor finishes (cuda backend); 0: plain stream order"));
   return v;
 }
 
@@ -126,6 +130,8 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
     return r;
   };
   all["out"] = need(out, "out");
+  // Off when the caller (moe::Kernel's option, a timer) turned it off, or this config does.
+  const ProgrammaticLaunch pdl(programmatic_launch() && config.b("pdl"));
   for (std::size_t i = 0; i < resolved->stages.size(); ++i) {
     const Stage& s = resolved->stages[i];
     const FamilyDesc& f = family(s.family);
@@ -143,9 +149,10 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
   }
 }
 
-Params auto_config() {
+Params auto_config(std::int64_t pdl = 1) {
   Params c;
   for (const char* k : kStageKeys) c.set(k, std::string("auto"));
+  c.set("pdl", pdl);
   return c;
 }
 
@@ -155,7 +162,10 @@ BackendImpl layer_backend(Backend b) {
   impl.config_params = layer_config_params();
   // The layer is not searched as a whole: each stage is tuned as its own family and the
   // layer is timed with the stages' chosen configs.
-  impl.space = [](const Params&, const DeviceInfo&, bool) { return std::vector<Params>{auto_config()}; };
+  // On a GPU the layer is timed with and without programmatic dependent launch.
+  impl.space = [b](const Params&, const DeviceInfo&, bool) {
+    return b == Backend::cuda ? std::vector<Params>{auto_config(1), auto_config(0)} : std::vector<Params>{auto_config()};
+  };
   impl.default_config = [](const Params&, const DeviceInfo&) { return auto_config(); };
   impl.invalid_reason = [b](const Params& L, const Params& c, const DeviceInfo& dev) -> std::string {
     // Explicit stage texts are parsed and checked. "auto" is valid by construction (runtime

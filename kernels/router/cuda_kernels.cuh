@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include "common/cuda_pdl.cuh"
 #include "moe/cuda_launch_api.hpp"
 #include "router/cuda_row.hpp"
 #include "router/cuda_shapes.hpp"
@@ -28,6 +29,9 @@ struct DeviceLane {
 template <int LANES, int EPL, int V, int ESIZE>
 __global__ void __launch_bounds__(kMaxWarps * 32) router_kernel(const Args a) {
   DeviceLane ln;
+  // The logits are the predecessor's output and the first thing a row reads: wait at entry.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const long long nwarps = (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
   RowKernel<LANES, EPL, V, ESIZE>::rows(a, ln, warp, nwarps);

@@ -3,6 +3,7 @@
 
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
+#include "moe/programmatic_launch.hpp"
 #include "moe/moe.hpp"
 #include "runtime/current_device.hpp"
 #include "runtime/lookup.hpp"
@@ -20,6 +21,7 @@ struct Kernel::Impl {
   std::vector<Params> configs;
   std::vector<std::string> reasons;
   bool from_table = false;  // the keys are a table's, not the default grid
+  bool programmatic_launch = true;
 };
 
 namespace {
@@ -46,6 +48,7 @@ std::size_t nearest_index(const std::vector<std::int64_t>& keys, std::int64_t to
 
 Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
+  m.programmatic_launch = o.programmatic_launch;
   m.family = &moe::family(name);
   m.backend = &m.family->need_backend(o.backend);
   if (o.backend == Backend::cuda) {
@@ -164,6 +167,7 @@ void Kernel::run(std::int64_t tokens, const RefMap& in, const RefMap& out, void*
   ctx.threads = impl_->dev.threads;
   ctx.workspace = workspace;
   ctx.workspace_bytes = ws_bytes;
+  const ProgrammaticLaunch pdl(impl_->programmatic_launch);
   impl_->backend->run(q, c, in, out, ctx);
 }
 

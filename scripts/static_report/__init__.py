@@ -8,6 +8,7 @@
     hot_loops.py    the gmm k-loop, the gather/combine memory loops and their slot loops
     router_loops.py the router's row loop and its cost per row on each preset's path
     slot_loops.py   the aligner's warp-instructions per routed slot, from its tagged loops
+    pdl.py          programmatic dependent launch: where a kernel waits (ACQBULK) and triggers (PREEXIT)
     report.py       every kernel of a build, as one moebench/kernel-report@1 document
     markdown.py     the report as a markdown table
     fp8_wgmma.py    the rules every fp8 wgmma kernel must meet (E4M3 warpgroup MMA, TMA, no local memory)

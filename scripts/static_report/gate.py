@@ -3,6 +3,7 @@ from . import SCHEMA
 from .configs import config_str
 from .fp8_wgmma import check_fp8_wgmma
 from .occupancy import occupancy_of
+from .pdl import missing_waits
 from .tools import fail
 
 # Gate thresholds (docs/kernel-report.md).
@@ -14,7 +15,8 @@ def check(base, new):
     noted (a renamed or retired instantiation), never a failure."""
     if base.get("schema") != SCHEMA or new.get("schema") != SCHEMA:
         fail(f"both reports must be {SCHEMA}")
-    bad, notes = [], []
+    # Absolute, not against the baseline: a kernel that stops waiting is a race, not a slowdown.
+    bad, notes = missing_waits(new["kernels"]), []
     old = {(k["name"], k["arch"]): k for k in base["kernels"]}
     seen = set()
     for k in new["kernels"]:

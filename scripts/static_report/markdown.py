@@ -2,12 +2,20 @@
 from .configs import config_str
 
 
+def pdl_cell(p):
+    """`wait@N` (N instructions before griddepcontrol.wait) and `trigger`, or `-` for neither."""
+    if not p:
+        return "?"
+    parts = ([f"wait@{p['before_wait']}"] if p["waits"] else []) + (["trigger"] if p["triggers"] else [])
+    return " ".join(parts) or "-"
+
+
 def markdown(rep):
     out = ["# Static kernel report", "",
            "Read from the built cubins (docs/kernel-report.md explains every column). Occupancy is per SM "
            "on H100/H200 (sm_90; identical limits); `bind` is the limit that binds.", ""]
-    out += ["| family | variant | config | regs | stack | spill st/ld | smem static+dyn | threads | CTAs/SM (bind) | hot loop |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    out += ["| family | variant | config | regs | stack | spill st/ld | smem static+dyn | threads | CTAs/SM (bind) | PDL | hot loop |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for k in rep["kernels"]:
         occ = k["occupancy"]["h100"]
         hot = ""
@@ -33,7 +41,7 @@ def markdown(rep):
         variant = " ".join(str(v) for v in k["variant"].values())
         out.append(f"| {k['family'] or '?'} {k['kind'] or ''} | {variant} | {config_str(k['config'])} | {k['registers']} | "
                    f"{k['stack_bytes']} | {k['spill_stores']}/{k['spill_loads']} | {k['static_smem_bytes']}+{'?' if k.get('dynamic_smem_unknown') else k['dynamic_smem_bytes']} | "
-                   f"{k['threads']} | {occ['ctas_per_sm']} ({occ['limited_by']}) | {hot} |")
+                   f"{k['threads']} | {occ['ctas_per_sm']} ({occ['limited_by']}) | {pdl_cell(k.get('pdl'))} | {hot} |")
     if rep.get("router_best"):
         out += ["", "Router, best compiled shape per preset (warp-instructions per row, static upper bound):", "",
                 "| preset | per row | config |", "|---|---|---|"]

@@ -9,6 +9,7 @@ from .cubins import read_object
 from .fp8_wgmma import wgmma_facts
 from .hot_loops import gmm_loop, memory_loop, vector_loop
 from .occupancy import DEVICES, REG_GRANULE, SMEM_RESERVED, occupancy_of
+from .pdl import pdl_of
 from .router_loops import Sources, router_per_row, router_rows
 from .slot_loops import per_slot
 from .sass import base_op, count, loops_of, work
@@ -66,6 +67,7 @@ def kernel_entry(obj, arch, mangled, name, use, launch_bound, insns, static, sou
         "instructions": sum(1 for i in insns if work(i["op"])),
     }
     e["occupancy"] = occupancy_of(e)
+    e["pdl"] = pdl_of(insns)
     loops = loops_of(insns)
     if family == "gmm":
         e["k_loop"] = gmm_loop(insns, loops)

@@ -64,6 +64,16 @@ bool no_spill(const json& k) {
 
 int ctas(const json& k) { return k["occupancy"]["h100"]["ctas_per_sm"].get<int>(); }
 
+// Runs `body` in python beside kernel_report.py with `f`, the functions of tests/data/sass/<fixture>
+// parsed, and `k`, the module; `body` prints one JSON document, which is returned (null on failure).
+json on_fixture(const std::string& fixture, const std::string& body, std::string* out) {
+  const fs::path sass = kSource / "tests" / "data" / "sass" / fixture;
+  const std::string py = "import json, kernel_report as k; f = k.parse_sass(open('" + sass.string() + "').read()); " + body;
+  const Proc r = sh("cd " + quote(kSource / "scripts") + " && python3 -c \"" + py + "\"");
+  *out = r.out;
+  return r.code == 0 ? json::parse(r.out) : json();
+}
+
 }  // namespace
 
 TEST(KernelReport, ThisBuildPassesTheCommittedBaseline) {
@@ -302,34 +312,63 @@ TEST(KernelReport, RefusesInputThatIsNotAReport) {
 // loop, and the producer's TMA loop is reported beside it. Read from a hand-written SASS fixture,
 // since this build may hold no such kernel yet.
 TEST(KernelReport, ReadsAWarpSpecializedWgmmaKernel) {
-  const fs::path sass = kSource / "tests" / "data" / "sass" / "warp_specialized.sass";
-  const std::string py =
-      "import json, kernel_report as k; f = k.parse_sass(open('" + sass.string() + "').read()); "
-      "i = f['_Z17fixture_ws_kernelv']; n = 'void cutlass::device_kernel<X<cutlass::bfloat16_t> >(int)'; "
-      "st = {'wgmma_tiles': [{'block_m': 128, 'block_n': 256, 'block_k': 64, 'cluster_m': 2, 'schedule': 'cooperative', "
-      "'dynamic_smem_bytes': 1234}]}; "
-      "print(json.dumps({'loop': k.gmm_loop(i, k.loops_of(i)), "
-      "'id': k.identify(n, st, 'CMakeFiles/x.dir/kernels/gmm/wgmma_gemm_128x256x64_coop_c2x1.cu.o'), "
-      "'other': k.identify(n, st, 'CMakeFiles/x.dir/kernels/gmm/elsewhere.cu.o')}))";
-  const Proc r = sh("cd " + quote(kSource / "scripts") + " && python3 -c \"" + py + "\"");
-  ASSERT_EQ(r.code, 0) << r.out;
-  const json j = json::parse(r.out);
+  std::string out;
+  const json j = on_fixture("warp_specialized.sass",
+                            "i = f['_Z17fixture_ws_kernelv']; n = 'void cutlass::device_kernel<X<cutlass::bfloat16_t> >(int)'; "
+                            "st = {'wgmma_tiles': [{'block_m': 128, 'block_n': 256, 'block_k': 64, 'cluster_m': 2, "
+                            "'schedule': 'cooperative', 'dynamic_smem_bytes': 1234}]}; "
+                            "print(json.dumps({'loop': k.gmm_loop(i, k.loops_of(i)), "
+                            "'id': k.identify(n, st, 'CMakeFiles/x.dir/kernels/gmm/wgmma_gemm_128x256x64_coop_c2x1.cu.o'), "
+                            "'other': k.identify(n, st, 'CMakeFiles/x.dir/kernels/gmm/elsewhere.cu.o')}))",
+                            &out);
+  ASSERT_FALSE(j.is_null()) << out;
   const json& l = j["loop"];
-  EXPECT_EQ(l["tensor"], 2) << r.out;
-  EXPECT_EQ(l["tensor_ops"], json::array({"HGMMA"})) << r.out;
-  EXPECT_EQ(l["instructions"], 7) << r.out;  // the NOP is not work
-  EXPECT_DOUBLE_EQ(l["non_tensor_per_tensor"].get<double>(), 2.5) << r.out;
-  EXPECT_EQ(l["utmaldg"], 0) << r.out;
-  EXPECT_EQ(l["producer_loop"]["utmaldg"], 2) << r.out;
-  EXPECT_EQ(l["producer_loop"]["instructions"], 6) << r.out;
+  EXPECT_EQ(l["tensor"], 2) << out;
+  EXPECT_EQ(l["tensor_ops"], json::array({"HGMMA"})) << out;
+  EXPECT_EQ(l["instructions"], 7) << out;  // the NOP is not work
+  EXPECT_DOUBLE_EQ(l["non_tensor_per_tensor"].get<double>(), 2.5) << out;
+  EXPECT_EQ(l["utmaldg"], 0) << out;
+  EXPECT_EQ(l["producer_loop"]["utmaldg"], 2) << out;
+  EXPECT_EQ(l["producer_loop"]["instructions"], 6) << out;
   // The translation unit of a wgmma instantiation names its config; the build's figure gives its smem.
   EXPECT_EQ(j["id"]["family"], "gmm");
   EXPECT_EQ(j["id"]["kind"], "wgmma");
   EXPECT_EQ(j["id"]["config"], json({{"kernel", "wgmma"}, {"block_m", 128}, {"block_n", 256}, {"block_k", 64},
-                                     {"cluster_m", 2}, {"schedule", "cooperative"}})) << r.out;
+                                     {"cluster_m", 2}, {"schedule", "cooperative"}})) << out;
   EXPECT_EQ(j["id"]["variant"]["dtype"], "bf16");
   EXPECT_EQ(j["id"]["dynamic_smem_bytes"], 1234);
   // Elsewhere a CUTLASS kernel is still gmm's, but with no config: listed as unmapped.
   EXPECT_EQ(j["other"]["kind"], "wgmma");
   EXPECT_TRUE(j["other"]["config"].is_null());
+}
+
+// Programmatic dependent launch, read from a hand-written SASS fixture: ACQBULK is the wait,
+// PREEXIT the trigger, and the work laid out before the wait is counted (the NOP is not work).
+// A kernel the library launches with the attribute and that never waits is a gate failure.
+TEST(KernelReport, ReadsWhereAKernelWaitsAndGatesOneThatNeverDoes) {
+  std::string out;
+  const json j = on_fixture("pdl.sass",
+                            "w, n = k.pdl_of(f['_Z14fixture_waitsv']), k.pdl_of(f['_Z18fixture_never_waitsv']); "
+                            "ks = [{'family': fam, 'kind': kind, 'name': fam + '-' + kind, 'pdl': n} for fam, kind in "
+                            "(('router', 'row'), ('gmm', 'mma'), ('gmm', 'wgmma'), ('dispatch', 'align'))]; "
+                            "print(json.dumps({'waits': w, 'never': n, 'missing': k.missing_waits(ks)}))",
+                            &out);
+  ASSERT_FALSE(j.is_null()) << out;
+  EXPECT_EQ(j["waits"], json({{"waits", true}, {"triggers", true}, {"before_wait", 2}})) << out;
+  EXPECT_EQ(j["never"], json({{"waits", false}, {"triggers", false}, {"before_wait", nullptr}})) << out;
+  // CUTLASS's grouped GEMM is launched without the attribute: it need not wait.
+  ASSERT_EQ(j["missing"].size(), 3u) << out;
+  for (auto& line : j["missing"]) EXPECT_EQ(line.get<std::string>().find("gmm-wgmma"), std::string::npos) << out;
+}
+
+TEST(KernelReport, GateFailsWhenAKernelOfTheLayerDoesNotWait) {
+  std::string who;
+  const Proc r = gate_doctored("no-wait", [&](json& j) {
+    json& k = pick(j, "combine", [](const json&) { return true; });
+    k["pdl"] = json({{"waits", false}, {"triggers", true}, {"before_wait", nullptr}});
+    who = k["name"];
+  });
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("no griddepcontrol.wait (ACQBULK)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(who), std::string::npos) << r.out;
 }

@@ -23,6 +23,10 @@ struct KernelOptions {
   std::vector<std::string> table_dirs;
   std::optional<Params> config;  // explicit config for every token count instead of "auto"
   bool quiet = false;            // no warning on stderr when a table is missing
+  // Launch with programmatic dependent launch (cuda backend): each kernel may start while the
+  // one before it on the stream finishes, waiting in-kernel for that one's output. The layer's
+  // config (pdl=0) can turn it off too.
+  bool programmatic_launch = true;
 };
 
 class Kernel {

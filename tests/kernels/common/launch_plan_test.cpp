@@ -2,6 +2,7 @@
 // moe/cuda_launch_api.hpp), so these tests see every query and launch the host code makes.
 #include <gtest/gtest.h>
 
+#include <thread>
 #include <vector>
 
 #include "gmm/cuda_configs.hpp"
@@ -12,6 +13,7 @@
 #include "support/gmm_problems.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
+#include "moe/programmatic_launch.hpp"
 #include "support/prepared_problems.hpp"
 #include "tuner/measure/cupti_timer.hpp"
 
@@ -22,6 +24,7 @@ struct Launch {
   const void* func;
   unsigned grid, block;
   std::size_t smem;
+  bool programmatic;
 };
 std::vector<Launch> launches;
 int sm_calls = 0, smem_calls = 0, occ_calls = 0;
@@ -33,7 +36,10 @@ const CudaRuntimeCalls kFake{
     [](int) { return ++sm_calls, 132; },
     [](const void*, std::size_t) { ++smem_calls; },
     [](const void*, int, std::size_t) { return ++occ_calls, 2; },
-    [](const void* f, unsigned g, unsigned b, std::size_t s, void*, void**) { launches.push_back({f, g, b, s}); },
+    // As the real launch does, the fake reads whether this launch is programmatic.
+    [](const void* f, unsigned g, unsigned b, std::size_t s, void*, void**) {
+      launches.push_back({f, g, b, s, programmatic_launch()});
+    },
 };
 
 class LaunchPlanTest : public ::testing::Test {
@@ -272,7 +278,9 @@ TEST_F(LaunchPlanTest, KernelOptionsDeviceMustBeTheCurrentOne) {
   }
 }
 
-TEST_F(LaunchPlanTest, LayerPlannedOnceATimedCallOnlyLaunches) {
+// A small bf16 layer on the cuda backend, resolved for a described H100 (the plan hook itself
+// asks the current device), its inputs made on the host: the fake launch never reads them.
+struct LayerCase {
   const FamilyDesc& f = family("moe-layer");
   const Params L = complete(f.problem_params,
                             Params{{"tokens", std::int64_t{12}}, {"dtype", std::string("bf16")},
@@ -281,33 +289,89 @@ TEST_F(LaunchPlanTest, LayerPlannedOnceATimedCallOnlyLaunches) {
                                    {"align", std::int64_t{4}}},
                             "layer");
   const BackendImpl& b = f.need_backend(Backend::cuda);
-  ASSERT_TRUE(b.plan) << "the layer has no plan hook";
-  Params config;
-  for (const char* k : {"router", "dispatch", "gmm_up", "gmm_down", "combine"}) config.set(k, std::string("auto"));
-  // Resolved for a described H100 (the hook itself asks the current device).
-  auto resolved = std::make_shared<const ResolvedLayer>(
-      resolve_layer(Backend::cuda, L, config, testing::described_h100(), {}, true));
   const tuner::Prepared p = testing::prepare_seeded(f, L);
-  const RefMap in = refs(const_cast<TensorMap&>(p.inputs));
   TensorMap out = allocate(p.output_specs);
-  const auto plan = plan_layer(Backend::cuda, L, resolved, in);
+  // The layer's own sizing resolves on the device: a generous host buffer instead.
+  std::vector<std::byte> ws = std::vector<std::byte>(std::size_t{64} << 20);
+
+  static Params config(std::int64_t pdl) {
+    Params c;
+    for (const char* k : {"router", "dispatch", "gmm_up", "gmm_down", "combine"}) c.set(k, std::string("auto"));
+    c.set("pdl", pdl);
+    return c;
+  }
+  RefMap in() const { return refs(const_cast<TensorMap&>(p.inputs)); }
+  std::shared_ptr<const LayerPlan> plan(const Params& c) const {
+    auto resolved =
+        std::make_shared<const ResolvedLayer>(resolve_layer(Backend::cuda, L, c, testing::described_h100(), {}, true));
+    return plan_layer(Backend::cuda, L, resolved, in());
+  }
+  void run(const Params& c, const LaunchPlan* planned) {
+    LaunchContext ctx;
+    ctx.workspace = ws.data();
+    ctx.workspace_bytes = ws.size();
+    ctx.plan = planned;
+    b.run(L, c, in(), refs(out), ctx);
+  }
+};
+
+TEST_F(LaunchPlanTest, LayerPlannedOnceATimedCallOnlyLaunches) {
+  LayerCase lc;
+  ASSERT_TRUE(lc.b.plan) << "the layer has no plan hook";
+  const Params config = LayerCase::config(1);
+  const auto plan = lc.plan(config);
   ASSERT_EQ(plan->stages.size(), 5u);
   EXPECT_TRUE(plan->stages[2] && plan->stages[3]) << "the gmm stages are planned";
   EXPECT_GE(sm_calls, 1) << "gmm planning asks the SM count";
-  // The layer's own sizing resolves on the device: a generous host buffer instead.
-  const std::size_t wsb = std::size_t{64} << 20;
-  std::vector<std::byte> ws(wsb);
-  LaunchContext ctx;
-  ctx.workspace = ws.data();
-  ctx.workspace_bytes = wsb;
-  ctx.plan = plan.get();
-  b.run(L, config, in, refs(out), ctx);  // the bench's warm-up: the first launch of each kernel
+  lc.run(config, plan.get());  // the bench's warm-up: the first launch of each kernel
   const int after_warmup = queries();
   const std::size_t per_call = launches.size();
   EXPECT_GE(per_call, 5u);
-  for (int i = 0; i < 3; ++i) b.run(L, config, in, refs(out), ctx);
+  for (int i = 0; i < 3; ++i) lc.run(config, plan.get());
   EXPECT_EQ(queries(), after_warmup) << "a timed layer call queried the runtime";
   EXPECT_EQ(launches.size(), 4 * per_call);
+}
+
+// Every kernel of a layer call carries the programmatic-serialization attribute when the
+// config's pdl is 1, none when it is 0, and none when the caller turned PDL off around the call.
+TEST_F(LaunchPlanTest, LayerLaunchesCarryTheProgrammaticAttributeOnlyWhenPdlIsOn) {
+  LayerCase lc;
+  auto launched = [&](std::int64_t pdl, bool caller_on) {
+    launches.clear();
+    const Params c = LayerCase::config(pdl);
+    const auto plan = lc.plan(c);
+    const ProgrammaticLaunch scope(caller_on);
+    lc.run(c, plan.get());
+    std::size_t programmatic = 0;
+    for (const Launch& l : launches) programmatic += l.programmatic ? 1 : 0;
+    return std::make_pair(launches.size(), programmatic);
+  };
+  const auto on = launched(1, true);
+  EXPECT_GE(on.first, 5u) << "router, dispatch, two gmm and combine launches at least";
+  EXPECT_EQ(on.second, on.first) << "a launch of a PDL layer call went without the attribute";
+  const auto off = launched(0, true);
+  EXPECT_EQ(off.first, on.first);
+  EXPECT_EQ(off.second, 0u) << "pdl=0 still launched programmatically";
+  EXPECT_EQ(launched(1, false).second, 0u) << "the caller's PDL off did not reach the layer";
+  EXPECT_TRUE(programmatic_launch()) << "the scope did not restore the default";
+}
+
+TEST_F(LaunchPlanTest, AProgrammaticLaunchScopeHoldsForItsThreadOnly) {
+  int a = 1;
+  const void* f = &a;
+  launch_kernel_args(f, 1, 32, 0, nullptr, a);
+  {
+    const ProgrammaticLaunch off(false);
+    launch_kernel_args(f, 2, 32, 0, nullptr, a);
+    bool other_thread = false;
+    std::thread([&] { other_thread = programmatic_launch(); }).join();
+    EXPECT_TRUE(other_thread) << "a scope on one thread turned PDL off on another";
+  }
+  launch_kernel_args(f, 3, 32, 0, nullptr, a);
+  ASSERT_EQ(launches.size(), 3u);
+  EXPECT_TRUE(launches[0].programmatic);
+  EXPECT_FALSE(launches[1].programmatic);
+  EXPECT_TRUE(launches[2].programmatic) << "the scope did not restore PDL when it ended";
 }
 
 TEST(CuptiVerdict, FewerKernelsOrDroppedRecordsFallBackToEvents) {

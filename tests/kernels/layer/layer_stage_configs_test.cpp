@@ -38,6 +38,7 @@ moe::Params complete_layer(const moe::Params& p) {
 moe::Params all_auto() {
   moe::Params c;
   for (const char* k : {"router", "dispatch", "gmm_up", "gmm_down", "combine"}) c.set(k, std::string("auto"));
+  c.set("pdl", std::int64_t{1});  // the layer's default: programmatic dependent launch on
   return c;
 }
 
