@@ -17,6 +17,10 @@ def markdown(rep):
                   f"{l['utmaldg']} UTMALDG, {l['ldsm']} LDSM, {l['non_tensor_per_tensor']} other/tensor"
             if "non_tensor_per_ldgsts" in l:
                 hot += f", {l['non_tensor_per_ldgsts']} other/LDGSTS"
+            if l.get("ring_loop"):
+                hot += f"; ring loop {l['ring_loop']['non_tensor_per_tensor']} other/tensor"
+            if k.get("first_load_after") is not None:
+                hot += f"; first load after {k['first_load_after']} insn"
         elif k.get("per_row"):
             hot = "per row: " + ", ".join(f"{p} {n}" for p, n in k["per_row"].items())
         elif k.get("row_loop"):

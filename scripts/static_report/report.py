@@ -6,7 +6,7 @@ import os
 from . import SCHEMA
 from .configs import identify, matches
 from .cubins import read_object
-from .hot_loops import gmm_loop, memory_loop
+from .hot_loops import first_load, gmm_loop, memory_loop
 from .occupancy import DEVICES, REG_GRANULE, SMEM_RESERVED, occupancy_of
 from .router_loops import Sources, router_per_row, router_rows
 from .sass import base_op, count, loops_of, work
@@ -58,6 +58,7 @@ def kernel_entry(obj, arch, mangled, name, use, launch_bound, insns, static, sou
     loops = loops_of(insns)
     if family == "gmm":
         e["k_loop"] = gmm_loop(insns, loops)
+        e["first_load_after"] = first_load(insns)
     elif family == "router" and ident:
         lanes = ident["config"]["lanes"]
         rr = router_rows(insns, loops, sources, lanes)

@@ -240,6 +240,24 @@ TEST(KernelReport, RefusesInputThatIsNotAReport) {
   fs::remove_all(dir);
 }
 
+// An mma.sync gmm kernel: its ring loop (the trips after the k-loop's) and its instructions
+// before the first LDGSTS, from a hand-written SASS fixture.
+TEST(KernelReport, ReadsTheRingLoopAndThePathToTheFirstLoad) {
+  const fs::path sass = kSource / "tests" / "data" / "sass" / "mma_ring.sass";
+  const std::string py = "import json, kernel_report as k; f = k.parse_sass(open('" + sass.string() +
+                         "').read()); i = f['_Z18fixture_mma_kernelv']; "
+                         "print(json.dumps({'loop': k.gmm_loop(i, k.loops_of(i)), 'first': k.first_load(i)}))";
+  const Proc r = sh("cd " + quote(kSource / "scripts") + " && python3 -c \"" + py + "\"");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["first"], 4) << r.out;  // the NOP is not work
+  const json& l = j["loop"];
+  EXPECT_EQ(l["instructions"], 6) << r.out;  // the k-loop: the shorter of the two
+  EXPECT_EQ(l["ring_loop"]["instructions"], 9) << r.out;
+  EXPECT_EQ(l["ring_loop"]["tensor"], 2) << r.out;
+  EXPECT_DOUBLE_EQ(l["ring_loop"]["non_tensor_per_tensor"].get<double>(), 3.5) << r.out;
+}
+
 // The wgmma kernels of the gmm family are warp-specialized: the k-loop is the consumers' HGMMA
 // loop, and the producer's TMA loop is reported beside it. Read from a hand-written SASS fixture,
 // since this build may hold no such kernel yet.
