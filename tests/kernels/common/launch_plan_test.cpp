@@ -2,6 +2,7 @@
 // moe/cuda_launch_api.hpp), so these tests see every query and launch the host code makes.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <vector>
 
 #include "gmm/cuda_configs.hpp"
@@ -69,42 +70,48 @@ TEST_F(LaunchPlanTest, GmmPlannedCallsOnlyLaunch) {
   EXPECT_EQ(sm_calls, 1);
   EXPECT_EQ(smem_calls, 1);
   EXPECT_EQ(occ_calls, 1);
-  ASSERT_EQ(plan->kernels, 1);
-  ASSERT_EQ(plan->launches.size(), 1u);
+  // The schedule kernel that writes the tile map, then the gmm kernel.
+  ASSERT_EQ(plan->kernels, 2);
+  ASSERT_EQ(plan->launches.size(), 2u);
+  std::vector<std::byte> ws(gmm::cuda::workspace_bytes(g.s, c));
   const int before = queries();
   for (int i = 0; i < 5; ++i)
-    gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), nullptr, 0, nullptr, 0, plan.get());
+    gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), ws.data(), ws.size(), nullptr, 0, plan.get());
   EXPECT_EQ(queries(), before) << "a planned call queried the runtime";
-  ASSERT_EQ(launches.size(), 5u);
+  ASSERT_EQ(launches.size(), 10u);
+  EXPECT_EQ(launches[0].grid, 1u);
+  EXPECT_EQ(launches[0].block, static_cast<unsigned>(gmm::cuda::kScheduleThreads));
   // The persistent grid: at most the resident CTAs (2 per SM x 132 SMs), at least one tile's worth.
-  EXPECT_EQ(launches[0].grid, plan->launches[0].grid);
-  EXPECT_LE(launches[0].grid, 264u);
-  EXPECT_GE(launches[0].grid, 1u);
-  EXPECT_EQ(launches[0].block, 128u);
-  EXPECT_EQ(launches[0].smem, gmm::cuda::smem_bytes(c.shape, g.s.e_local()));
+  EXPECT_EQ(launches[1].grid, plan->launches[1].grid);
+  EXPECT_LE(launches[1].grid, 264u);
+  EXPECT_GE(launches[1].grid, 1u);
+  EXPECT_EQ(launches[1].block, 128u);
+  EXPECT_EQ(launches[1].smem, gmm::cuda::smem_bytes(c.shape, g.s.e_local()));
 }
 
 TEST_F(LaunchPlanTest, GmmSplitKLaunchesTheFinalizeToo) {
   GmmCase g;
   const auto c = cfg(16, 64, 64, 1, 4, 4, 2);
   const auto plan = gmm::cuda::plan(g.s, c, g.rows());
-  ASSERT_EQ(plan->kernels, 2);
+  ASSERT_EQ(plan->kernels, 3);
   std::vector<float> ws(gmm::cuda::workspace_bytes(g.s, c) / sizeof(float));
   gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), ws.data(), ws.size() * sizeof(float), nullptr, 0, plan.get());
-  ASSERT_EQ(launches.size(), 2u);
-  EXPECT_NE(launches[0].func, launches[1].func);
-  EXPECT_EQ(launches[1].block, 256u);
+  ASSERT_EQ(launches.size(), 3u);  // schedule, gmm, finalize
+  EXPECT_NE(launches[1].func, launches[2].func);
+  EXPECT_NE(launches[0].func, launches[2].func);
+  EXPECT_EQ(launches[2].block, 256u);
 }
 
 TEST_F(LaunchPlanTest, GmmUnplannedCallsQueryOnceThenHitTheCache) {
   GmmCase g;
   const auto c = cfg(64, 128, 64, 2, 2, 3);
-  gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), nullptr, 0, nullptr);
+  std::vector<std::byte> ws(gmm::cuda::workspace_bytes(g.s, c));
+  gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), ws.data(), ws.size(), nullptr);
   const int first = queries();
   EXPECT_GE(first, 2);
-  for (int i = 0; i < 3; ++i) gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), nullptr, 0, nullptr);
+  for (int i = 0; i < 3; ++i) gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), ws.data(), ws.size(), nullptr);
   EXPECT_EQ(queries(), first);
-  EXPECT_EQ(launches.size(), 4u);
+  EXPECT_EQ(launches.size(), 8u);  // the schedule kernel and the gmm kernel per call
 }
 
 TEST_F(LaunchPlanTest, GmmBackendPlanIsWhatRunUses) {
@@ -113,7 +120,7 @@ TEST_F(LaunchPlanTest, GmmBackendPlanIsWhatRunUses) {
   ASSERT_TRUE(b.plan);
   const Params config = gmm::cuda::config_params(cfg(16, 64, 64, 1, 4, 4, 4));
   const auto plan = b.plan(g.p.problem, config, refs(g.p.inputs));
-  EXPECT_EQ(plan->kernels, 2);
+  EXPECT_EQ(plan->kernels, 3);  // schedule, gmm, finalize
   std::vector<std::byte> ws(b.workspace_bytes(g.p.problem, config));
   LaunchContext ctx;
   ctx.workspace = ws.data();
@@ -123,7 +130,7 @@ TEST_F(LaunchPlanTest, GmmBackendPlanIsWhatRunUses) {
   const std::uint64_t launched = kernel_launches();
   b.run(g.p.problem, config, refs(g.p.inputs), refs(g.out), ctx);
   EXPECT_EQ(queries(), before);
-  EXPECT_EQ(kernel_launches() - launched, 2u);
+  EXPECT_EQ(kernel_launches() - launched, 3u);
 }
 
 // A wgmma call launches setup + GEMM (+ silu*up for up): its plan says so, so the bench's
