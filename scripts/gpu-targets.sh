@@ -26,7 +26,8 @@ for t in targets:
     if prefixes and not any(t["id"].startswith(p) for p in prefixes):
         continue
     for i, args in enumerate(t["sweeps"]):
-        print("\t".join([t["id"], str(i), str(t["tokens"])] + args))
+        tokens = t["tokens"] if isinstance(t["tokens"], list) else [t["tokens"]]
+        print("\t".join([t["id"], str(i), ",".join(map(str, tokens))] + args))
 PY
 failed=0
 while IFS=$'\t' read -r id i tokens args; do

@@ -12,7 +12,7 @@ from static_report.cli import main  # noqa: E402
 # The pieces the tests drive on fixtures, reachable as `kernel_report.<name>` as before.
 from static_report.configs import identify  # noqa: E402,F401
 from static_report.fp8_wgmma import check_fp8_wgmma, wgmma_facts  # noqa: E402,F401
-from static_report.hot_loops import gmm_loop, memory_loop  # noqa: E402,F401
+from static_report.hot_loops import first_load, gmm_loop, memory_loop  # noqa: E402,F401
 from static_report.pdl import missing_waits, pdl_of  # noqa: E402,F401
 from static_report.router_loops import router_regions  # noqa: E402,F401
 from static_report.sass import loops_of, parse_sass  # noqa: E402,F401

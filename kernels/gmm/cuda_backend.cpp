@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 #include "gmm/alignment.hpp"
 #include "gmm/cuda_configs.hpp"
@@ -84,10 +85,18 @@ Params config_params(const Config& c) {
                 {"split_k", std::int64_t{c.split}},      {"group_m", std::int64_t{c.group_m}}};
 }
 
+namespace {
+// The tile map's bytes for `rows`: 16 per M-tile that many rows can make.
+std::size_t map_bytes(std::int64_t rows, int bm, std::int64_t experts) {
+  return static_cast<std::size_t>((rows + bm - 1) / bm + experts) * 16;
+}
+}  // namespace
+
 std::size_t workspace_bytes(const GmmSpec& s, const Config& c) {
-  if (c.split <= 1) return 0;
-  return static_cast<std::size_t>(c.split) * static_cast<std::size_t>(s.max_rows()) *
-         static_cast<std::size_t>(s.n_w()) * sizeof(float);
+  const std::size_t map = map_bytes(s.max_rows(), c.shape.bm, s.e_local());
+  if (c.split <= 1) return map;
+  return map + static_cast<std::size_t>(c.split) * static_cast<std::size_t>(s.max_rows()) *
+                   static_cast<std::size_t>(s.n_w()) * sizeof(float);
 }
 
 std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev) {
@@ -131,6 +140,14 @@ KernelArgs plan_args(const GmmSpec& s, const Config& c, std::int64_t rows) {
   a.split = c.split;
   a.n_tiles = n_tiles(s, c.shape);
   a.group_m = c.group_m;
+  a.map_tiles = static_cast<int>((rows + c.shape.bm - 1) / c.shape.bm + s.e_local());
+  // The kernel decodes tile indices in 32 bits.
+  if (static_cast<double>(a.map_tiles) * a.n_tiles * a.split >= 2147483647.0)
+    throw Error("gmm cuda: " + std::to_string(rows) + " rows make more tiles than the kernel can index; use fewer tokens");
+  a.split_div = fast_div_by(a.split);
+  a.n_tiles_div = fast_div_by(a.n_tiles);
+  a.group_m_div = fast_div_by(a.group_m);
+  a.group_tiles_div = fast_div_by(a.group_m * a.n_tiles);
   return a;
 }
 
@@ -141,20 +158,24 @@ void bind_tensors(KernelArgs& a, const GmmSpec& s, const Config& c, const RefMap
   a.offsets = need(in, "offsets").as<const std::int32_t>();
   a.row_weight = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;
   a.out = need(out, s.out_name()).as<std::uint16_t>();
-  if (c.split > 1) {
-    const std::size_t need_ws = static_cast<std::size_t>(c.split) * static_cast<std::size_t>(a.rows) *
-                                static_cast<std::size_t>(s.n_w()) * sizeof(float);
-    if (!workspace || ws_bytes < need_ws)
-      throw Error("gmm cuda: split_k=" + std::to_string(c.split) + " needs " + std::to_string(need_ws) +
-                  " bytes of workspace for " + std::to_string(a.rows) + " rows, got " + std::to_string(ws_bytes));
-    a.partial = static_cast<float*>(workspace);
-  }
+  // The tile map, then split-K's partials.
+  const std::size_t map = map_bytes(a.rows, c.shape.bm, a.experts);
+  const std::size_t need_ws = map + (c.split > 1 ? static_cast<std::size_t>(c.split) * static_cast<std::size_t>(a.rows) *
+                                                       static_cast<std::size_t>(s.n_w()) * sizeof(float)
+                                                 : 0);
+  if (!workspace || ws_bytes < need_ws)
+    throw Error("gmm cuda: the tile map" + std::string(c.split > 1 ? " and split_k=" + std::to_string(c.split) + "'s partials" : "") +
+                " need " + std::to_string(need_ws) + " bytes of workspace for " + std::to_string(a.rows) + " rows, got " +
+                std::to_string(ws_bytes));
+  a.tile_map = static_cast<std::int32_t*>(workspace);
+  if (c.split > 1) a.partial = reinterpret_cast<float*>(static_cast<std::byte*>(workspace) + map);
   // What the kernels' accesses assume, checked before anything is launched.
   require_aligned(a.act, 16, "cuda", s.act_name(), "cp.async copies 16 bytes");
   require_aligned(a.weight, 16, "cuda", s.weight_name(), "cp.async copies 16 bytes");
   require_aligned(a.offsets, 4, "cuda", "offsets", "read as int32");
   if (a.row_weight) require_aligned(a.row_weight, 4, "cuda", "row_weight", "read as fp32");
   require_aligned(a.out, 4, "cuda", s.out_name(), "two 16-bit values are stored as one 32-bit word");
+  require_aligned(a.tile_map, 16, "cuda", "the workspace", "the tile map is read 16 bytes at a time");
   if (a.partial) require_aligned(a.partial, 8, "cuda", "the split-K workspace", "partials are float2");
 }
 
@@ -167,6 +188,7 @@ std::shared_ptr<const Plan> plan(const GmmSpec& s, const Config& c, std::int64_t
   a.max_ctas = max_ctas;
   if (rows == 0) return p;  // nothing to launch
   a.sm_count = cached_sm_count(launch_device());
+  p->launches.push_back(plan_schedule(a, c.shape.bm));
   p->launches.push_back(find(c.shape)->get(s.down, s.dtype)(a));
   if (c.split > 1) p->launches.push_back(plan_finalize(a, s.down, s.dtype));
   for (const PlannedLaunch& l : p->launches) p->kernels += l.grid > 0;
@@ -211,7 +233,7 @@ BackendImpl cuda_backend() {
   b.backend = Backend::cuda;
   b.config_params = {
       int_param("block_m", 64, 16, 128, "rows per CTA tile (16,32,64,128)"),
-      int_param("block_n", 128, 64, 256, "weight rows per CTA tile (64,128,256); up: half gate, half up"),
+      int_param("block_n", 128, 32, 256, "weight rows per CTA tile (32,64,128,256); up: half gate, half up"),
       int_param("block_k", 64, 32, 128, "K slice per pipeline stage (32,64; fp8: 128, one scale block)"),
       int_param("warps_m", 2, 1, 4, "warps along M"),
       int_param("warps_n", 2, 1, 8, "warps along N (fp8 block_n=256: 8)"),

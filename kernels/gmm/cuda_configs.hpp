@@ -21,13 +21,34 @@ struct TileShape {
 };
 
 // Shared memory of a tile shape: `stages` A and B tiles with rows padded by 16 bytes (so the
-// ldmatrix rows of a warp hit distinct banks), plus the per-expert tile prefix (experts+1 ints).
+// ldmatrix rows of a warp hit distinct banks). The tile map lives in global memory
+// (cuda_tile_map.cuh), so `experts` no longer adds to it; kept for the callers' signature.
 constexpr std::size_t kRowPad = 8;  // elements
-inline std::size_t smem_bytes(const TileShape& t, std::int64_t experts) {
+inline std::size_t smem_bytes(const TileShape& t, std::int64_t /*experts*/) {
   return static_cast<std::size_t>(t.stages) * static_cast<std::size_t>(t.bm + t.bn) *
-             (static_cast<std::size_t>(t.bk) + kRowPad) * 2 +
-         static_cast<std::size_t>(experts + 1) * 4;
+         (static_cast<std::size_t>(t.bk) + kRowPad) * 2;
 }
+
+// n / d for 0 <= n < 2^31 as a multiply-high, an add and a shift: the kernel decodes its tile
+// index with it before its first load, where a division would cost ~20 instructions.
+struct FastDiv {
+  std::uint32_t mul = 1, shift = 0;
+};
+inline FastDiv fast_div_by(int d) {
+  FastDiv f;
+  while ((std::uint64_t{1} << f.shift) < static_cast<std::uint64_t>(d)) ++f.shift;
+  f.mul = static_cast<std::uint32_t>(((std::uint64_t{1} << 32) * ((std::uint64_t{1} << f.shift) - d)) / d + 1);
+  return f;
+}
+// What the device computes, for the host (tests, planning checks).
+inline int fast_div(int n, FastDiv f) {
+  const auto hi = static_cast<std::uint32_t>((static_cast<std::uint64_t>(n) * f.mul) >> 32);
+  return static_cast<int>((hi + static_cast<std::uint32_t>(n)) >> f.shift);
+}
+
+// The schedule kernel's block (cuda_tile_map.cuh); its shared memory is the prefix.
+constexpr int kScheduleThreads = 256;
+inline std::size_t schedule_smem_bytes(std::int64_t experts) { return static_cast<std::size_t>(experts + 1) * 4; }
 
 // Everything a kernel needs, passed by value to it (host and device see the same layout).
 struct KernelArgs {
@@ -37,12 +58,15 @@ struct KernelArgs {
   const float* row_weight = nullptr;      // [rows] or null
   std::uint16_t* out = nullptr;           // [rows, n_out]
   float* partial = nullptr;               // [split, rows, n_w] fp32 when split > 1
+  std::int32_t* tile_map = nullptr;       // [map_tiles, 4] {expert, row0, row_end, M-tiles}
   int rows = 0, k_dim = 0, n_out = 0, n_w = 0, experts = 0;
   int split = 1;
   int n_tiles = 0;    // CTA tiles along N
   int group_m = 1;    // tile order: M-tiles walked together per N-tile (weight tiles reused in L2)
   int sm_count = 0;   // the persistent grid's size comes from it
   int max_ctas = 0;   // 0: as many as fit at once; tests set it to force several tiles per CTA
+  int map_tiles = 0;  // tile map entries: the most M-tiles `rows` can make, ceil(rows/bm) + experts
+  FastDiv split_div, n_tiles_div, group_m_div, group_tiles_div;  // by split, n_tiles, group_m, group_m * n_tiles
 };
 
 // Planning and launching are apart: a config's launches are planned once (shared-memory
@@ -78,6 +102,8 @@ void add_tiles_m128(std::vector<TileEntry>& v);
 // Split-K finalize: sums the fp32 partials in split order (deterministic) and applies the
 // epilogue (silu*up or the routed weight), writing out.
 PlannedLaunch plan_finalize(const KernelArgs& a, bool down, DType t);
+// The schedule kernel that writes the tile map for block_m = bm (launched before the gmm kernel).
+PlannedLaunch plan_schedule(const KernelArgs& a, int bm);
 
 constexpr int kSplits[] = {1, 2, 3, 4, 6, 8};
 // 1: consecutive CTAs share an M-tile (activations) and sweep N; G > 1: they sweep G M-tiles
@@ -94,7 +120,7 @@ Config parse_config(const Params& c);
 Params config_params(const Config& c);
 // Why `c` cannot run the problem on `dev` (empty: it can).
 std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev);
-// Workspace for split-K partials, sized for the most rows the problem can have.
+// Workspace for the tile map and split-K's partials, sized for the most rows the problem can have.
 std::size_t workspace_bytes(const GmmSpec& s, const Config& c);
 // One config's launches for one problem and row count: every runtime query is made here.
 struct Plan : LaunchPlan {

@@ -1,4 +1,5 @@
-// Plans the split-K finalize pass (gmm_finalize_kernel in cuda_kernel.cuh).
+// Plans the split-K finalize pass (gmm_finalize_kernel in cuda_kernel.cuh) and the schedule
+// kernel that writes the tile map (cuda_tile_map.cuh).
 #include "gmm/cuda_launch.cuh"
 
 namespace moe::gmm::cuda {
@@ -15,7 +16,29 @@ PlannedLaunch plan(const KernelArgs& a) {
   return p;
 }
 
+template <int BM>
+PlannedLaunch plan_map(const KernelArgs& a) {
+  PlannedLaunch p;
+  p.func = reinterpret_cast<const void*>(&gmm_schedule_kernel<BM>);
+  p.grid = 1;
+  p.threads = kScheduleThreads;
+  p.smem = schedule_smem_bytes(a.experts);
+  if (p.smem > 48 * 1024) throw Error("gmm: the tile map's schedule kernel needs " + std::to_string(p.smem) +
+                                      " bytes of shared memory for " + std::to_string(a.experts) + " experts");
+  return p;
+}
+
 }  // namespace
+
+PlannedLaunch plan_schedule(const KernelArgs& a, int bm) {
+  switch (bm) {
+    case 16: return plan_map<16>(a);
+    case 32: return plan_map<32>(a);
+    case 64: return plan_map<64>(a);
+    case 128: return plan_map<128>(a);
+    default: throw Error("gmm: no schedule kernel for block_m=" + std::to_string(bm));
+  }
+}
 
 PlannedLaunch plan_finalize(const KernelArgs& a, bool down, DType t) {
   const bool bf16 = t == DType::bf16;

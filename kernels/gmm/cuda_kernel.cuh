@@ -1,8 +1,8 @@
 #pragma once
 // The grouped matmul kernel: tensor-core mma.sync m16n8k16 (bf16/f16 in, fp32 accumulate),
 // operands staged through a cp.async multi-stage shared-memory pipeline and read with
-// ldmatrix. A persistent grid walks a tile map built from the offsets by each CTA: experts
-// without rows have no tiles and cost nothing; M tails (segment ends) and N tails are masked
+// ldmatrix. A persistent grid walks the tile map a schedule kernel wrote (cuda_tile_map.cuh):
+// experts without rows have no tiles and cost nothing; M tails (segment ends) and N tails are masked
 // where they are stored, the K tail where it is loaded.
 #include <algorithm>
 #include <cstdint>
@@ -18,41 +18,24 @@
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 
 #ifdef GMM_EMULATED_PRIMITIVES
+using cuda::FastDiv;
 using cuda::KernelArgs;
 using cuda::kRowPad;
+using cuda::kScheduleThreads;
 #endif
 
+// cuda_configs.hpp's fast_div on the device: n / d for 0 <= n < 2^31.
+GMM_DEVICE int div_fast(int n, FastDiv f) {
+  return static_cast<int>((umulhi(static_cast<std::uint32_t>(n), f.mul) + static_cast<std::uint32_t>(n)) >> f.shift);
+}
+
+}  // namespace moe::gmm::GMM_KERNEL_NAMESPACE
+
+#include "gmm/cuda_tile_map.cuh"
+
+namespace moe::gmm::GMM_KERNEL_NAMESPACE {
+
 GMM_DEVICE float silu(float x) { return x / (1.0f + exp_fast(-x)); }
-
-// An expert's rows, clamped so that broken offsets can never address outside [0, rows).
-GMM_DEVICE int seg_begin(const KernelArgs& p, int e) {
-  return min(max(ldg(p.offsets + e), 0), p.rows);
-}
-GMM_DEVICE int seg_end(const KernelArgs& p, int e) {
-  return max(seg_begin(p, e), min(max(ldg(p.offsets + e + 1), 0), p.rows));
-}
-
-// Warp 0 writes prefix[e] = M-tiles of experts before e, prefix[E] = all M-tiles. Each lane
-// sums a contiguous run of experts, then one warp scan joins the runs.
-template <int BM>
-GMM_DEVICE void build_tile_prefix(const KernelArgs& p, int* prefix, int lane) {
-  const int E = p.experts, chunk = (E + 31) / 32;
-  const int eb = min(E, lane * chunk), ee = min(E, eb + chunk);
-  int local = 0;
-  for (int e = eb; e < ee; ++e) local += (seg_end(p, e) - seg_begin(p, e) + BM - 1) / BM;
-  int incl = local;
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const int v = shfl_up(incl, d);
-    if (lane >= d) incl += v;
-  }
-  int run = incl - local;
-  for (int e = eb; e < ee; ++e) {
-    prefix[e] = run;
-    run += (seg_end(p, e) - seg_begin(p, e) + BM - 1) / BM;
-  }
-  if (lane == 31) prefix[E] = incl;
-}
 
 // ---- the kernel
 
@@ -68,10 +51,9 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
   static_assert(BK % 16 == 0 && STAGES >= 2, "k16 steps, at least double buffering");
   static_assert(!UP || (WN / 2) % 8 == 0, "up: each warp's gate and up halves are whole n8 tiles");
 
-  // Stage s holds its A tile then its B tile at byte offset s * STAGE_BYTES; the tile prefix follows.
+  // Stage s holds its A tile then its B tile at byte offset s * STAGE_BYTES.
   constexpr std::uint32_t STAGE_BYTES = (A_STAGE + B_STAGE) * 2;
   std::uint16_t* smem = reinterpret_cast<std::uint16_t*>(dynamic_smem());
-  int* prefix = reinterpret_cast<int*>(smem + STAGES * (A_STAGE + B_STAGE));
 
   const int tid = thread_x(), lane = tid & 31, warp = tid >> 5;
   const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
@@ -87,39 +69,37 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
   const std::uint32_t a_frag = smem_u32(smem + (warp_m * WM + (lane & 15)) * LDS + (lane >> 4) * 8);
   const std::uint32_t b_frag = smem_u32(smem + A_STAGE + (warp_n * WN + (lane & 7) + ((lane >> 4) << 3)) * LDS +
                                         ((lane >> 3) & 1) * 8);
-  // Above: addresses only. The offsets (the tile map's source) and the activations are
-  // earlier stages' outputs, so the first global read waits; only weights could go before it.
+  // Above: addresses only. The tile map (the schedule kernel's), the offsets and the activations
+  // are earlier kernels' outputs, and which weights to load comes from the map: wait first.
   MOE_GRID_DEPENDENCY_WAIT();
   MOE_LAUNCH_DEPENDENTS();
-  if (warp == 0) build_tile_prefix<BM>(p, prefix, lane);
-  sync_threads();
-
-  const int E = p.experts;
-  const long long total = static_cast<long long>(prefix[E]) * p.n_tiles * p.split;
   const int nk = (p.k_dim + BK - 1) / BK;
 
-  for (long long t = block_x(); t < total; t += grid_x()) {
-    // Splits vary fastest. Then, in groups of group_m M-tiles: the group's M-tiles for one
-    // N-tile, then the next N-tile (group_m = 1: an M-tile's rows stay in L2 while N is swept;
-    // larger: a weight tile serves group_m CTAs in a row). The last group may be short.
-    const int s = static_cast<int>(t % p.split);
-    const long long rest = t / p.split;
-    const long long per_group = static_cast<long long>(p.group_m) * p.n_tiles;
-    const int first_m = static_cast<int>(rest / per_group) * p.group_m;
-    const int group = min(p.group_m, prefix[E] - first_m);
-    const long long in_group = rest % per_group;
-    const int mg = first_m + static_cast<int>(in_group % group);
-    const int nt = static_cast<int>(in_group / group);
-    int lo = 0, hi = E;  // prefix[lo] <= mg < prefix[hi]: lo ends at the expert owning mg
-    while (hi - lo > 1) {
-      const int mid = (lo + hi) >> 1;
-      if (prefix[mid] <= mg) lo = mid;
-      else hi = mid;
+  // The tile order: splits vary fastest. Then, in groups of group_m M-tiles: the group's M-tiles
+  // for one N-tile, then the next N-tile (group_m = 1: an M-tile's rows stay in L2 while N is
+  // swept; larger: a weight tile serves group_m CTAs in a row). group_m > 1 (prefill) needs the
+  // M-tile count before its first tile; decode's group_m = 1 learns it from its first entry,
+  // bounded meanwhile by the map's size (the grid never exceeds it).
+  int total_m = p.group_m > 1 ? ldg(p.tile_map + 3) : p.map_tiles;
+  for (int t = static_cast<int>(block_x());; t += static_cast<int>(grid_x())) {
+    const int rest = div_fast(t, p.split_div), s = t - rest * p.split;  // splits vary fastest
+    int mg, nt;
+    if (p.group_m == 1) {
+      mg = div_fast(rest, p.n_tiles_div);
+      nt = rest - mg * p.n_tiles;
+    } else {
+      // A short last group keeps its group_m slots per N-tile; those past the last M-tile are
+      // skipped (dividing by the short group's size would put a division before every load).
+      const int g = div_fast(rest, p.group_tiles_div), in_group = rest - g * p.group_m * p.n_tiles;
+      nt = div_fast(in_group, p.group_m_div);
+      mg = g * p.group_m + (in_group - nt * p.group_m);
+      if (mg >= total_m && g * p.group_m < total_m) continue;
     }
-    const int e = lo;
-    const int row0 = seg_begin(p, e) + (mg - prefix[e]) * BM, row_end = seg_end(p, e);
-    const int kt0 = static_cast<int>(static_cast<long long>(nk) * s / p.split);
-    const int kt1 = static_cast<int>(static_cast<long long>(nk) * (s + 1) / p.split);
+    if (mg >= total_m) break;
+    int e, row0, row_end;
+    load_i32x4(p.tile_map + 4 * mg, e, row0, row_end, total_m);
+    if (e < 0) break;  // past the last M-tile (only the first entry can say so)
+    const int kt0 = div_fast(nk * s, p.split_div), kt1 = div_fast(nk * (s + 1), p.split_div);
     const std::uint16_t* W = p.weight + static_cast<std::size_t>(e) * p.n_w * p.k_dim;
 
     // Each thread's chunks, fixed for the whole tile: the source row of each (held as a pointer
@@ -127,11 +107,9 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
     // the segment or past n_out read a valid row instead of zero-filling: an output row (column)
     // depends only on its own A row (B row), and such rows are never stored. Only K needs masking,
     // and only in the one partial slice at the end of K, which has a loader of its own.
-    const int k_first = kt0 * BK + chunk_k;
-    const std::uint16_t* a_src[A_CHUNKS];
-#pragma unroll
-    for (int i = 0; i < A_CHUNKS; ++i)
-      a_src[i] = p.act + static_cast<std::size_t>(min(row0 + chunk_row + i * ROW_STEP, row_end - 1)) * p.k_dim + k_first;
+    // The weights come first: they are what a decode tile waits on.
+    // Offsets within an expert's weights and within the activations fit 32 bits (plan_args).
+    const std::uint32_t k_first = kt0 * BK + chunk_k;
     const std::uint16_t* b_src[B_CHUNKS];
 #pragma unroll
     for (int i = 0; i < B_CHUNKS; ++i) {
@@ -147,33 +125,61 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
       } else {
         wrow = min(nt * BN + r, p.n_out - 1);
       }
-      b_src[i] = W + static_cast<std::size_t>(wrow) * p.k_dim + k_first;
+      b_src[i] = W + (static_cast<std::uint32_t>(wrow) * static_cast<std::uint32_t>(p.k_dim) + k_first);
     }
+    const std::uint16_t* a_src[A_CHUNKS];
+#pragma unroll
+    for (int i = 0; i < A_CHUNKS; ++i)
+      a_src[i] = p.act + (static_cast<std::uint32_t>(min(row0 + chunk_row + i * ROW_STEP, row_end - 1)) *
+                              static_cast<std::uint32_t>(p.k_dim) + k_first);
 
-    // A whole slice into the stage at byte offset `off`; the sources move on to the next slice.
-    auto load_full = [&](std::uint32_t off) {
+    // Whole slice `j` of a trip (the sources sit at the trip's first slice) into the stage at byte
+    // offset `off`; `live` false zero-fills it without reading (a slice past the end of K).
+    auto load_full = [&](std::uint32_t off, int j, bool live) {
       const std::uint32_t dst = chunk_dst + off;
 #pragma unroll
-      for (int i = 0; i < A_CHUNKS; ++i) {
-        if (a_chunk_live(i)) cp_async16(dst + i * ROW_STEP * LDS * 2, a_src[i], true);
-        a_src[i] += BK;
-      }
+      for (int i = 0; i < B_CHUNKS; ++i) cp_async16(dst + (A_STAGE + i * ROW_STEP * LDS) * 2, b_src[i] + j * BK, live);
 #pragma unroll
-      for (int i = 0; i < B_CHUNKS; ++i) {
-        cp_async16(dst + (A_STAGE + i * ROW_STEP * LDS) * 2, b_src[i], true);
-        b_src[i] += BK;
-      }
+      for (int i = 0; i < A_CHUNKS; ++i)
+        if (a_chunk_live(i)) cp_async16(dst + i * ROW_STEP * LDS * 2, a_src[i] + j * BK, live);
     };
-    // The partial last slice of K: chunks past k_dim are zero-filled (nothing read).
-    auto load_tail = [&](std::uint32_t off) {
+    auto advance = [&](int slices) {
+#pragma unroll
+      for (int i = 0; i < B_CHUNKS; ++i) b_src[i] += slices * BK;
+#pragma unroll
+      for (int i = 0; i < A_CHUNKS; ++i) a_src[i] += slices * BK;
+    };
+    // The partial last slice of K, `back` whole slices past the sources: chunks past k_dim are
+    // zero-filled (nothing read).
+    auto load_tail = [&](std::uint32_t off, int back) {
       const std::uint32_t dst = chunk_dst + off;
       const bool ok = chunk_k < p.k_dim - (nk - 1) * BK;
 #pragma unroll
-      for (int i = 0; i < A_CHUNKS; ++i)
-        if (a_chunk_live(i)) cp_async16(dst + i * ROW_STEP * LDS * 2, ok ? a_src[i] : p.act, ok);
+      for (int i = 0; i < B_CHUNKS; ++i)
+        cp_async16(dst + (A_STAGE + i * ROW_STEP * LDS) * 2, ok ? b_src[i] + back * BK : W, ok);
 #pragma unroll
-      for (int i = 0; i < B_CHUNKS; ++i) cp_async16(dst + (A_STAGE + i * ROW_STEP * LDS) * 2, ok ? b_src[i] : W, ok);
+      for (int i = 0; i < A_CHUNKS; ++i)
+        if (a_chunk_live(i)) cp_async16(dst + i * ROW_STEP * LDS * 2, ok ? a_src[i] + back * BK : p.act, ok);
     };
+
+    // The pipeline: STAGES-1 slices in flight while one is multiplied. Every iteration commits
+    // a group so wait_group counts stay exact. The partial slice of K, if this split has it, goes
+    // first (the sum does not care about order), so every later load is a whole slice: the
+    // k-loop proper and the rest share one loader and the rest needs no K mask.
+    const bool tail = kt1 == nk && p.k_dim % BK != 0;
+    const int n = kt1 - kt0, n_whole = n - (tail ? 1 : 0);
+    if (tail) load_tail(0, n_whole);
+#pragma unroll
+    for (int st = 0; st < STAGES - 1; ++st) {
+      if (st == 0 && tail) {
+        cp_async_commit();
+        continue;
+      }
+      const int w = st - (tail ? 1 : 0);  // the whole slice this stage gets
+      load_full(st * STAGE_BYTES, w, w < n_whole);
+      cp_async_commit();
+    }
+    advance(STAGES - 1 - (tail ? 1 : 0));
 
     float acc[MT][NT][4];
 #pragma unroll
@@ -206,42 +212,34 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
       }
     };
 
-    // The pipeline: STAGES-1 slices in flight while one is multiplied. Every iteration commits
-    // a group (empty past the end) so wait_group counts stay exact. Slice `it` sits in stage
-    // it % STAGES and slice it+STAGES-1 is loaded into the stage slice it-1 used.
-    const int n = kt1 - kt0;
-    const int n_full = n - ((kt1 == nk && p.k_dim % BK != 0) ? 1 : 0);
-#pragma unroll
-    for (int st = 0; st < STAGES - 1; ++st) {
-      if (st < n_full) load_full(st * STAGE_BYTES);
-      else if (st < n) load_tail(st * STAGE_BYTES);
-      cp_async_commit();
-    }
-    // load: 1 a whole slice, 2 the partial one, 0 none.
-    auto iteration = [&](std::uint32_t rd, std::uint32_t wr, int load) {
+    // Slice j of a trip sits in stage j: wait for it, free the stage the slice before used and
+    // refill it with the slice STAGES-1 ahead (zeros when that is past K), multiply.
+    auto iteration = [&](int j, bool live) {
       cp_async_wait<STAGES - 2>();
-      sync_threads();  // slice `it` visible to all; slice it-1's buffer free for reuse
-      if (load == 1) load_full(wr);
-      else if (load == 2) load_tail(wr);
+      sync_threads();  // slice j visible to all; the previous slice's buffer free for reuse
+      load_full((j + STAGES - 1) % STAGES * STAGE_BYTES, j, live);
       cp_async_commit();
-      compute_stage(rd);
+      compute_stage(j * STAGE_BYTES);
     };
     // The k-loop proper, STAGES slices per trip so that every stage offset is a constant (and
     // the sources advance once per trip, the slices in between reached by immediate offsets):
-    // every slice it loads is whole.
+    // every slice it loads is inside K.
     int it = 0;
-    for (; it + STAGES <= n_full - (STAGES - 1); it += STAGES) {
+    for (; it + 2 * STAGES - 1 <= n; it += STAGES) {
 #pragma unroll
-      for (int j = 0; j < STAGES; ++j) iteration(j * STAGE_BYTES, (j + STAGES - 1) % STAGES * STAGE_BYTES, 1);
+      for (int j = 0; j < STAGES; ++j) iteration(j, true);
+      advance(STAGES);
     }
-    // The rest (fewer than 2*STAGES slices): the stage offsets follow each other round a ring,
-    // which the trips above left at its start; the partial slice of K, if any, is loaded here.
-    std::uint32_t rd = 0, wr = (STAGES - 1) * STAGE_BYTES;
-    for (; it < n; ++it) {
-      const int nx = it + STAGES - 1;
-      iteration(rd, wr, nx < n_full ? 1 : nx < n ? 2 : 0);
-      wr = rd;
-      rd = rd + STAGE_BYTES == STAGES * STAGE_BYTES ? 0 : rd + STAGE_BYTES;
+    // The rest (fewer than 2*STAGES-1 slices) in the same trips, where a load past K zero-fills
+    // its stage instead of reading. A 16-row tile multiplies those zeros rather than test every
+    // slice (its few HMMAs per slice are cheap, its instructions are not); larger tiles stop.
+    for (; it < n; it += STAGES) {
+#pragma unroll
+      for (int j = 0; j < STAGES; ++j) {
+        if (BM > 16 && it + j >= n) break;
+        iteration(j, it + j + STAGES - 1 < n);
+      }
+      advance(STAGES);
     }
     cp_async_wait<0>();
 

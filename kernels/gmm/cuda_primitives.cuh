@@ -86,5 +86,17 @@ GMM_DEVICE void load_f32x2(const float* p, float& a, float& b) {
   b = v.y;
 }
 GMM_DEVICE void store_u32(std::uint16_t* p, std::uint32_t v) { *reinterpret_cast<std::uint32_t*>(p) = v; }
+// The tile map's entries: one 16-byte access each.
+GMM_DEVICE void load_i32x4(const std::int32_t* p, int& a, int& b, int& c, int& d) {
+  const int4 v = __ldg(reinterpret_cast<const int4*>(p));
+  a = v.x;
+  b = v.y;
+  c = v.z;
+  d = v.w;
+}
+GMM_DEVICE void store_i32x4(std::int32_t* p, int a, int b, int c, int d) {
+  *reinterpret_cast<int4*>(p) = make_int4(a, b, c, d);
+}
+GMM_DEVICE std::uint32_t umulhi(std::uint32_t a, std::uint32_t b) { return __umulhi(a, b); }
 
 }  // namespace moe::gmm::cuda

@@ -37,7 +37,7 @@ Tile tile() {
 const std::vector<Tile>& tiles() {
   static const std::vector<Tile> v = {
       tile<16, 64, 64, 1, 4, 4>(),   tile<16, 128, 64, 1, 4, 4>(),  tile<16, 128, 64, 1, 4, 3>(),
-      tile<16, 64, 32, 1, 4, 4>(),   tile<32, 64, 64, 1, 4, 4>(),   tile<32, 128, 64, 1, 4, 4>(),
+      tile<16, 64, 32, 1, 4, 4>(),   tile<16, 32, 32, 1, 2, 4>(),   tile<32, 64, 64, 1, 4, 4>(),   tile<32, 128, 64, 1, 4, 4>(),
       tile<32, 128, 64, 2, 2, 3>(),  tile<64, 64, 64, 2, 2, 4>(),   tile<64, 128, 64, 2, 2, 3>(),
       tile<64, 128, 32, 2, 2, 4>(),  tile<64, 128, 64, 2, 4, 3>(),  tile<128, 64, 64, 2, 2, 4>(),
       tile<128, 128, 32, 2, 2, 4>(), tile<128, 128, 64, 2, 2, 3>(), tile<128, 128, 64, 2, 4, 3>(),
@@ -119,6 +119,11 @@ void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const Re
   const long long sms = emu_device_info().sm_count;
   const long long bound = (static_cast<long long>(a.rows) + c.shape.bm - 1) / c.shape.bm + a.experts;
   const long long grid = std::min(bound * a.n_tiles * a.split, max_ctas > 0 ? max_ctas : sms);
+  const Kernel schedule = c.shape.bm == 16 ? &emulated::gmm_schedule_kernel<16>
+                          : c.shape.bm == 32 ? &emulated::gmm_schedule_kernel<32>
+                          : c.shape.bm == 64 ? &emulated::gmm_schedule_kernel<64>
+                                             : &emulated::gmm_schedule_kernel<128>;
+  emu_launch("gmm_schedule_kernel", 1, cuda::kScheduleThreads, cuda::schedule_smem_bytes(a.experts), [&] { schedule(a); });
   emu_launch("gmm_mma_kernel", grid, c.shape.threads(), cuda::smem_bytes(c.shape, a.experts), [&] {
     simt::ptx::cp_async_reset();
     k(a);

@@ -94,6 +94,23 @@ inline void store_vec8(std::uint16_t* p, const Vec8& v) {
   simt::ptx::need_aligned(p, 16, "16-byte store");
   std::memcpy(p, v.v, 16);
 }
+inline void load_i32x4(const std::int32_t* p, int& a, int& b, int& c, int& d) {
+  simt::ptx::need_aligned(p, 16, "16-byte load");
+  a = p[0];
+  b = p[1];
+  c = p[2];
+  d = p[3];
+}
+inline void store_i32x4(std::int32_t* p, int a, int b, int c, int d) {
+  simt::ptx::need_aligned(p, 16, "16-byte store");
+  p[0] = a;
+  p[1] = b;
+  p[2] = c;
+  p[3] = d;
+}
+inline std::uint32_t umulhi(std::uint32_t a, std::uint32_t b) {
+  return static_cast<std::uint32_t>((static_cast<std::uint64_t>(a) * b) >> 32);
+}
 
 }  // namespace moe::gmm::emulated
 

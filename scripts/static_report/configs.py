@@ -44,6 +44,11 @@ def identify(name, static, obj=None):
     if (t := template_args(name, "gmm_finalize_kernel")):
         return {"family": "gmm", "kind": "finalize", "config": {"split_k": ">1"},
                 "variant": {"stage": "up" if bool_arg(t[0]) else "down", "dtype": "bf16" if bool_arg(t[1]) else "f16"}}
+    if (t := template_args(name, "gmm_schedule_kernel")):
+        # The one-CTA kernel writing the mma kernels' tile map; its shared memory is experts+1 ints.
+        most = (static.get("max_experts") or {}).get("experts")
+        return {"family": "gmm", "kind": "schedule", "config": {"block_m": int(t[0])}, "variant": {},
+                "threads": 256, "dynamic_smem_bytes": (most + 1) * 4 if most else None}
     if (t := template_args(name, "router_kernel")):
         lanes, epl, vec, esize = (int(x) for x in t)
         return {"family": "router", "kind": "row", "config": {"lanes": lanes, "epl": epl, "vec_bytes": vec * esize},

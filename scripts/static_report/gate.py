@@ -8,6 +8,9 @@ from .tools import fail
 
 # Gate thresholds (docs/kernel-report.md).
 LOOP_GROWTH = 0.05
+# A 16-row mma tile multiplies its last slices in the ring loop (all of them when K is short):
+# its non-tensor instructions per HMMA may not pass this, whatever the baseline says.
+RING_MAX_DECODE = 5.0
 
 
 def check(base, new):
@@ -47,6 +50,16 @@ def check(base, new):
             if n > o * (1 + LOOP_GROWTH):
                 bad.append(f"{who}: k-loop {o:.3g} -> {n:.3g} instructions per {'/'.join(nl['tensor_ops'])} "
                            f"({bl['instructions']}/{bl['tensor']} -> {nl['instructions']}/{nl['tensor']}, > +5%)")
+        br, nr = (bl or {}).get("ring_loop"), (nl or {}).get("ring_loop")
+        if br and nr and nr["non_tensor_per_tensor"] > br["non_tensor_per_tensor"] * (1 + LOOP_GROWTH):
+            bad.append(f"{who}: ring loop {br['non_tensor_per_tensor']:.3g} -> {nr['non_tensor_per_tensor']:.3g} "
+                       f"non-tensor instructions per tensor instruction (> +5%)")
+        if nr and (k.get("config") or {}).get("block_m") == 16 and nr["non_tensor_per_tensor"] > RING_MAX_DECODE:
+            bad.append(f"{who}: ring loop {nr['non_tensor_per_tensor']:.3g} non-tensor instructions per tensor "
+                       f"instruction, above {RING_MAX_DECODE} for a 16-row decode tile")
+        bf, nf = b.get("first_load_after"), k.get("first_load_after")
+        if bf is not None and nf is not None and nf > bf * (1 + LOOP_GROWTH) + 1:
+            bad.append(f"{who}: first operand load after {bf} -> {nf} instructions (> +5%)")
         for p, n in k.get("per_row", {}).items():
             o = b.get("per_row", {}).get(p)
             if o and n > o * (1 + LOOP_GROWTH):

@@ -1,4 +1,5 @@
-"""The hot loops of the gmm, gather and combine kernels, read from their SASS."""
+"""The hot loops of the gmm, gather and combine kernels, and the gmm kernels' path to their first
+operand load, read from their SASS."""
 from .sass import base_op, count, innermost, is_tensor, work
 
 
@@ -34,6 +35,10 @@ def gmm_loop(insns, loops):
         half = [i for i in body[:last + 1] if work(i["op"]) and not is_tensor(i["op"])
                 and base_op(i["op"]) not in ("LDSM", "LDGSTS")]
         r["non_tensor_per_ldgsts"] = round(len(half) / ldgsts, 3)
+    if ldgsts:
+        ring = ring_loop(insns, tensor_loops, (a, b))
+        if ring:
+            r["ring_loop"] = ring
     tma = innermost(loops, lambda lp: count(insns, lp[0], lp[1], lambda op: base_op(op) == "UTMALDG") > 0)
     if tma:
         pa, pb, _ = max(tma, key=lambda lp: lp[1] - lp[0])
@@ -41,6 +46,27 @@ def gmm_loop(insns, loops):
             r["producer_loop"] = {"instructions": count(insns, pa, pb, work),
                                   "utmaldg": count(insns, pa, pb, lambda op: base_op(op) == "UTMALDG")}
     return r
+
+
+def ring_loop(insns, tensor_loops, k_loop):
+    """The mma kernel's other tensor loop, where the slices the k-loop's whole trips leave are
+    multiplied (the remainder of K, all of it when K is short): its own mix, which the k-loop's
+    figure does not show."""
+    rest = [lp for lp in tensor_loops if (lp[0], lp[1]) != k_loop]
+    if not rest:
+        return None
+    a, b, _ = max(rest, key=lambda lp: (count(insns, lp[0], lp[1], is_tensor), -(lp[1] - lp[0])))
+    n, tensor = count(insns, a, b, work), count(insns, a, b, is_tensor)
+    return {"instructions": n, "tensor": tensor, "non_tensor_per_tensor": round((n - tensor) / tensor, 3)}
+
+
+def first_load(insns):
+    """Instructions (in address order) before the kernel's first LDGSTS or UTMALDG: what a CTA
+    executes at most before its first operand load is on its way; None without either."""
+    for k, i in enumerate(insns):
+        if base_op(i["op"]) in ("LDGSTS", "UTMALDG"):
+            return sum(1 for j in insns[:k] if work(j["op"]))
+    return None
 
 
 def is_load128(op):

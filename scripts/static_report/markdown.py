@@ -27,6 +27,10 @@ def markdown(rep):
                 hot += f", {l['non_tensor_per_ldgsts']} other/LDGSTS"
             if l.get("conversions"):
                 hot += f", {l['conversions']} conversions"
+            if l.get("ring_loop"):
+                hot += f"; ring loop {l['ring_loop']['non_tensor_per_tensor']} other/tensor"
+            if k.get("first_load_after") is not None:
+                hot += f"; first load after {k['first_load_after']} insn"
         elif k.get("per_row"):
             hot = "per row: " + ", ".join(f"{p} {n}" for p, n in k["per_row"].items())
         elif k.get("row_loop"):

@@ -7,7 +7,7 @@ from . import SCHEMA
 from .configs import identify, matches
 from .cubins import read_object
 from .fp8_wgmma import wgmma_facts
-from .hot_loops import gmm_loop, memory_loop, vector_loop
+from .hot_loops import first_load, gmm_loop, memory_loop, vector_loop
 from .occupancy import DEVICES, REG_GRANULE, SMEM_RESERVED, occupancy_of
 from .pdl import pdl_of
 from .router_loops import Sources, router_per_row, router_rows
@@ -73,6 +73,7 @@ def kernel_entry(obj, arch, mangled, name, use, launch_bound, insns, static, sou
         e["k_loop"] = gmm_loop(insns, loops)
         if e["kind"] == "wgmma":
             e["wgmma_ops"] = wgmma_facts(insns)
+        e["first_load_after"] = first_load(insns)
     elif family == "router" and ident:
         lanes = ident["config"]["lanes"]
         rr = router_rows(insns, loops, sources, lanes)

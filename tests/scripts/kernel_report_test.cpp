@@ -308,6 +308,59 @@ TEST(KernelReport, RefusesInputThatIsNotAReport) {
   fs::remove_all(dir);
 }
 
+// An mma.sync gmm kernel: its ring loop (the trips after the k-loop's) and its instructions
+// before the first LDGSTS, from a hand-written SASS fixture.
+TEST(KernelReport, ReadsTheRingLoopAndThePathToTheFirstLoad) {
+  const fs::path sass = kSource / "tests" / "data" / "sass" / "mma_ring.sass";
+  const std::string py = "import json, kernel_report as k; f = k.parse_sass(open('" + sass.string() +
+                         "').read()); i = f['_Z18fixture_mma_kernelv']; "
+                         "print(json.dumps({'loop': k.gmm_loop(i, k.loops_of(i)), 'first': k.first_load(i)}))";
+  const Proc r = sh("cd " + quote(kSource / "scripts") + " && python3 -c \"" + py + "\"");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["first"], 4) << r.out;  // the NOP is not work
+  const json& l = j["loop"];
+  EXPECT_EQ(l["instructions"], 6) << r.out;  // the k-loop: the shorter of the two
+  EXPECT_EQ(l["ring_loop"]["instructions"], 9) << r.out;
+  EXPECT_EQ(l["ring_loop"]["tensor"], 2) << r.out;
+  EXPECT_DOUBLE_EQ(l["ring_loop"]["non_tensor_per_tensor"].get<double>(), 3.5) << r.out;
+}
+
+TEST(KernelReport, GateFailsOnACostlierRingLoopOrALaterFirstLoad) {
+  auto decode = [](const json& k) {
+    return k["family"] == "gmm" && k.contains("k_loop") && !k["k_loop"].is_null() && k["k_loop"].contains("ring_loop") &&
+           k["config"].is_object() && k["config"].value("block_m", 0) == 16;
+  };
+  const Proc ring = gate_doctored("ring", [&](json& j) {
+    json& r = pick(j, "gmm", decode)["k_loop"]["ring_loop"];
+    r["non_tensor_per_tensor"] = r["non_tensor_per_tensor"].get<double>() * 1.06 + 0.01;
+  });
+  EXPECT_EQ(ring.code, 1) << ring.out;
+  EXPECT_NE(ring.out.find("ring loop"), std::string::npos) << ring.out;
+  // Above 5 per HMMA in a 16-row tile fails even where the baseline says the same.
+  {
+    const fs::path dir = moe::testing::fresh_temp_dir("kernel-report-ring-cap");
+    json j = baseline();
+    pick(j, "gmm", decode)["k_loop"]["ring_loop"]["non_tensor_per_tensor"] = 5.5;
+    std::ofstream(dir / "both.json") << j.dump();
+    const Proc r = sh(report_cmd("--report " + quote(dir / "both.json") + " --check " + quote(dir / "both.json")));
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("above 5"), std::string::npos) << r.out;
+    fs::remove_all(dir);
+  }
+  const Proc first = gate_doctored("first-load", [&](json& j) {
+    json& k = pick(j, "gmm", decode);
+    k["first_load_after"] = static_cast<int>(k["first_load_after"].get<int>() * 1.06) + 2;
+  });
+  EXPECT_EQ(first.code, 1) << first.out;
+  EXPECT_NE(first.out.find("first operand load"), std::string::npos) << first.out;
+  const Proc within = gate_doctored("first-load-within", [&](json& j) {
+    json& k = pick(j, "gmm", decode);
+    k["first_load_after"] = k["first_load_after"].get<int>() + 1;
+  });
+  EXPECT_EQ(within.code, 0) << within.out;
+}
+
 // The wgmma kernels of the gmm family are warp-specialized: the k-loop is the consumers' HGMMA
 // loop, and the producer's TMA loop is reported beside it. Read from a hand-written SASS fixture,
 // since this build may hold no such kernel yet.

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "support/shell.hpp"
 #include "support/temp_dirs.hpp"
@@ -452,6 +454,58 @@ TEST(ScriptsTargets, PeerTargetsJudgeAgainstTheNamedPeer) {
   fs::remove_all(dir);
 }
 
+// A results@1 file of one sweep as `moebench sweep` writes it, reduced to what check_targets.py
+// reads: per token count, one valid record of `us` microseconds that moved `bytes`.
+void write_sweep(const fs::path& dir, const std::string& kernel, double copy_gbps,
+                 const std::vector<std::tuple<int, double, double>>& at) {
+  json recs = json::array();
+  for (auto [tokens, us, bytes] : at)
+    recs.push_back({{"kernel", kernel}, {"tokens", tokens}, {"status", "ok"}, {"validation", {{"ok", true}}},
+                    {"stats", {{"median_us", us}}}, {"bytes", bytes}, {"gbps", bytes / us * 1e-3},
+                    {"config_key", kernel + "-best"}});
+  fs::create_directories(dir);
+  std::ofstream(dir / "results.json") << json({{"schema", "moebench/results@1"},
+                                               {"meta", {{"copy_bw_gbps", copy_gbps}, {"device", "test"}}},
+                                               {"records", recs}}).dump();
+}
+
+TEST(ScriptsTargets, LayerAgainstItsStagesBandwidthBoundSum) {
+  // The layer's time over its stages' bytes at the copy bandwidth, at every token count, the
+  // worst counting: at 1000 GB/s 1e6 bytes take 1 us, so stages of 2e6 + 1e6 bytes bound the
+  // layer at 3 us.
+  const fs::path dir = temp_dir("layer-targets");
+  const fs::path targets = dir / "targets.json";
+  const std::string sweeps = R"([["layer"], ["router"], ["gmm", "--stage", "down"]])";
+  std::ofstream(targets) << R"({"schema": "moebench/targets@1", "targets": [
+    {"id": "fast", "issue": 23, "name": "fast", "sweeps": )" << sweeps << R"(, "tokens": [1, 8], "metric": "layer_vs_stages", "max": 1.3},
+    {"id": "slow", "issue": 23, "name": "slow", "sweeps": )" << sweeps << R"(, "tokens": [1, 8], "metric": "layer_vs_stages", "max": 1.3},
+    {"id": "unmeasured", "issue": 23, "name": "unmeasured", "sweeps": )" << sweeps << R"(, "tokens": [1, 8], "metric": "layer_vs_stages", "max": 1.3}]})";
+  const fs::path out = dir / "out";
+  for (const char* id : {"fast", "slow", "unmeasured"}) {
+    write_sweep(out / id / "1", "router", 1000, {{1, 9.0, 2e6}, {8, 9.0, 2e6}});
+    write_sweep(out / id / "2", "gmm", 1000, {{1, 9.0, 1e6}, {8, 9.0, 1e6}});
+  }
+  write_sweep(out / "fast" / "0", "layer", 1000, {{1, 3.3, 0}, {8, 3.6, 0}});  // 1.1x, 1.2x
+  write_sweep(out / "slow" / "0", "layer", 1000, {{1, 3.0, 0}, {8, 4.5, 0}});  // 1.0x, 1.5x: T=8 misses
+  write_sweep(out / "unmeasured" / "0", "layer", 1000, {{1, 3.0, 0}});         // no T=8 record
+  const Proc r = sh("python3 " + quote(kSource / "scripts" / "check_targets.py") + " " + quote(out) + " --targets " +
+                    quote(targets));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json report = json::parse(slurp(out / "targets-report.json"));
+  const json& fast = *target_row(report, "fast");
+  EXPECT_EQ(fast.at("met"), true) << r.out;
+  EXPECT_NEAR(fast.at("value").get<double>(), 1.2, 1e-9) << r.out;
+  EXPECT_NE(fast.at("detail").get<std::string>().find("worst at T=8"), std::string::npos) << r.out;
+  EXPECT_NE(fast.at("detail").get<std::string>().find("router 2.00 + gmm down 1.00"), std::string::npos) << r.out;
+  const json& slow = *target_row(report, "slow");
+  EXPECT_EQ(slow.at("met"), false) << r.out;
+  EXPECT_NEAR(slow.at("value").get<double>(), 1.5, 1e-9) << r.out;
+  EXPECT_TRUE(target_row(report, "unmeasured")->at("met").is_null()) << r.out;
+  EXPECT_NE(target_row(report, "unmeasured")->at("detail").get<std::string>().find("T=8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1.20x"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
 TEST(ScriptsTargets, EveryShippedTargetIsAProblemTheCliAccepts) {
   // scripts/targets.json names sweeps by CLI flags: each must still parse as a problem
   // (lookup parses it and resolves a config without running anything).
@@ -462,7 +516,9 @@ TEST(ScriptsTargets, EveryShippedTargetIsAProblemTheCliAccepts) {
     for (const json& s : t.at("sweeps")) {
       std::string cmd = std::string(MOEBENCH_EXE) + " lookup";
       for (const json& a : s) cmd += " " + a.get<std::string>();
-      cmd += " --tokens " + std::to_string(t.at("tokens").get<int>()) + " --backend cpu --tables none";
+      // A target over several token counts: its first stands for all (the sweep is the same).
+      const json& tok = t.at("tokens");
+      cmd += " --tokens " + std::to_string((tok.is_array() ? tok.at(0) : tok).get<int>()) + " --backend cpu --tables none";
       const Proc r = sh(cmd);
       EXPECT_EQ(r.code, 0) << t.at("id") << ": " << cmd << "\n" << r.out;
       ++n;

@@ -2,6 +2,7 @@
 // moe/cuda_launch_api.hpp), so these tests see every query and launch the host code makes.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <thread>
 #include <vector>
 
@@ -75,42 +76,48 @@ TEST_F(LaunchPlanTest, GmmPlannedCallsOnlyLaunch) {
   EXPECT_EQ(sm_calls, 1);
   EXPECT_EQ(smem_calls, 1);
   EXPECT_EQ(occ_calls, 1);
-  ASSERT_EQ(plan->kernels, 1);
-  ASSERT_EQ(plan->launches.size(), 1u);
+  // The schedule kernel that writes the tile map, then the gmm kernel.
+  ASSERT_EQ(plan->kernels, 2);
+  ASSERT_EQ(plan->launches.size(), 2u);
+  std::vector<std::byte> ws(gmm::cuda::workspace_bytes(g.s, c));
   const int before = queries();
   for (int i = 0; i < 5; ++i)
-    gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), nullptr, 0, nullptr, 0, plan.get());
+    gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), ws.data(), ws.size(), nullptr, 0, plan.get());
   EXPECT_EQ(queries(), before) << "a planned call queried the runtime";
-  ASSERT_EQ(launches.size(), 5u);
+  ASSERT_EQ(launches.size(), 10u);
+  EXPECT_EQ(launches[0].grid, 1u);
+  EXPECT_EQ(launches[0].block, static_cast<unsigned>(gmm::cuda::kScheduleThreads));
   // The persistent grid: at most the resident CTAs (2 per SM x 132 SMs), at least one tile's worth.
-  EXPECT_EQ(launches[0].grid, plan->launches[0].grid);
-  EXPECT_LE(launches[0].grid, 264u);
-  EXPECT_GE(launches[0].grid, 1u);
-  EXPECT_EQ(launches[0].block, 128u);
-  EXPECT_EQ(launches[0].smem, gmm::cuda::smem_bytes(c.shape, g.s.e_local()));
+  EXPECT_EQ(launches[1].grid, plan->launches[1].grid);
+  EXPECT_LE(launches[1].grid, 264u);
+  EXPECT_GE(launches[1].grid, 1u);
+  EXPECT_EQ(launches[1].block, 128u);
+  EXPECT_EQ(launches[1].smem, gmm::cuda::smem_bytes(c.shape, g.s.e_local()));
 }
 
 TEST_F(LaunchPlanTest, GmmSplitKLaunchesTheFinalizeToo) {
   GmmCase g;
   const auto c = cfg(16, 64, 64, 1, 4, 4, 2);
   const auto plan = gmm::cuda::plan(g.s, c, g.rows());
-  ASSERT_EQ(plan->kernels, 2);
+  ASSERT_EQ(plan->kernels, 3);
   std::vector<float> ws(gmm::cuda::workspace_bytes(g.s, c) / sizeof(float));
   gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), ws.data(), ws.size() * sizeof(float), nullptr, 0, plan.get());
-  ASSERT_EQ(launches.size(), 2u);
-  EXPECT_NE(launches[0].func, launches[1].func);
-  EXPECT_EQ(launches[1].block, 256u);
+  ASSERT_EQ(launches.size(), 3u);  // schedule, gmm, finalize
+  EXPECT_NE(launches[1].func, launches[2].func);
+  EXPECT_NE(launches[0].func, launches[2].func);
+  EXPECT_EQ(launches[2].block, 256u);
 }
 
 TEST_F(LaunchPlanTest, GmmUnplannedCallsQueryOnceThenHitTheCache) {
   GmmCase g;
   const auto c = cfg(64, 128, 64, 2, 2, 3);
-  gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), nullptr, 0, nullptr);
+  std::vector<std::byte> ws(gmm::cuda::workspace_bytes(g.s, c));
+  gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), ws.data(), ws.size(), nullptr);
   const int first = queries();
   EXPECT_GE(first, 2);
-  for (int i = 0; i < 3; ++i) gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), nullptr, 0, nullptr);
+  for (int i = 0; i < 3; ++i) gmm::cuda::run(g.s, c, refs(g.p.inputs), refs(g.out), ws.data(), ws.size(), nullptr);
   EXPECT_EQ(queries(), first);
-  EXPECT_EQ(launches.size(), 4u);
+  EXPECT_EQ(launches.size(), 8u);  // the schedule kernel and the gmm kernel per call
 }
 
 TEST_F(LaunchPlanTest, GmmBackendPlanIsWhatRunUses) {
@@ -119,7 +126,7 @@ TEST_F(LaunchPlanTest, GmmBackendPlanIsWhatRunUses) {
   ASSERT_TRUE(b.plan);
   const Params config = gmm::cuda::config_params(cfg(16, 64, 64, 1, 4, 4, 4));
   const auto plan = b.plan(g.p.problem, config, refs(g.p.inputs));
-  EXPECT_EQ(plan->kernels, 2);
+  EXPECT_EQ(plan->kernels, 3);  // schedule, gmm, finalize
   std::vector<std::byte> ws(b.workspace_bytes(g.p.problem, config));
   LaunchContext ctx;
   ctx.workspace = ws.data();
@@ -129,12 +136,12 @@ TEST_F(LaunchPlanTest, GmmBackendPlanIsWhatRunUses) {
   const std::uint64_t launched = kernel_launches();
   b.run(g.p.problem, config, refs(g.p.inputs), refs(g.out), ctx);
   EXPECT_EQ(queries(), before);
-  EXPECT_EQ(kernel_launches() - launched, 2u);
+  EXPECT_EQ(kernel_launches() - launched, 3u);
   // The plan carries the parsed problem and config: planned calls parse nothing again.
   const std::uint64_t parses = GmmSpec::parses();
   for (int i = 0; i < 3; ++i) b.run(g.p.problem, config, refs(g.p.inputs), refs(g.out), ctx);
   EXPECT_EQ(GmmSpec::parses(), parses) << "a planned call re-parsed the gmm problem";
-  EXPECT_EQ(kernel_launches() - launched, 8u);
+  EXPECT_EQ(kernel_launches() - launched, 12u);
   // Unplanned, a call parses once.
   ctx.plan = nullptr;
   b.run(g.p.problem, config, refs(g.p.inputs), refs(g.out), ctx);
@@ -241,12 +248,13 @@ TEST_F(LaunchPlanTest, GmmMmaRefusesMisalignedViewsBeforeAnyLaunch) {
   RefMap bad_out = out;
   bad_out["h"] = shifted(out.at("h"), 2);
   EXPECT_NE(refusal([&] { run(in, bad_out, ws.data()); }).find("h is not 4-byte aligned"), std::string::npos);
-  EXPECT_NE(refusal([&] { run(in, out, reinterpret_cast<std::byte*>(ws.data()) + 4); }).find("workspace is not 8-byte aligned"),
+  // The tile map heads the workspace and is read 16 bytes at a time.
+  EXPECT_NE(refusal([&] { run(in, out, reinterpret_cast<std::byte*>(ws.data()) + 8); }).find("workspace is not 16-byte aligned"),
             std::string::npos);
   EXPECT_TRUE(launches.empty()) << "a misaligned call reached the device";
-  // Aligned: it launches the GEMM and the finalize.
+  // Aligned: it launches the schedule kernel, the GEMM and the finalize.
   EXPECT_EQ(refusal([&] { run(in, out, ws.data()); }), "");
-  EXPECT_EQ(launches.size(), 2u);
+  EXPECT_EQ(launches.size(), 3u);
 }
 
 TEST_F(LaunchPlanTest, GmmWgmmaWorkspaceMustBe128ByteAligned) {

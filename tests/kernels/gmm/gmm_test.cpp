@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <random>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "support/gmm_problems.hpp"
@@ -409,12 +411,30 @@ TEST(GmmCudaSpace, DefaultsAndSpacesAreValidForEveryPreset) {
             EXPECT_EQ(cu.invalid_reason(pr, c, dev), "") << pr.str() << " " << c.str();
             if (gmm::wgmma::selected(c)) continue;  // tests/kernels/gmm/wgmma_space_test.cpp
             const auto cc = gmm::cuda::parse_config(c);
-            EXPECT_EQ(cu.workspace_bytes(pr, c), cc.split > 1 ? static_cast<std::size_t>(cc.split) *
-                                                                     GmmSpec::parse(pr).max_rows() *
-                                                                     GmmSpec::parse(pr).n_w() * 4
-                                                               : 0u);
+            // The tile map (16 bytes per M-tile the most rows can make), then split-K's partials.
+            const GmmSpec gs = GmmSpec::parse(pr);
+            const std::size_t map = static_cast<std::size_t>((gs.max_rows() + cc.shape.bm - 1) / cc.shape.bm + gs.e_local()) * 16;
+            EXPECT_EQ(cu.workspace_bytes(pr, c),
+                      map + (cc.split > 1 ? static_cast<std::size_t>(cc.split) * gs.max_rows() * gs.n_w() * 4 : 0u));
           }
         }
+}
+
+TEST(GmmCudaKernel, FastDivisionMatchesDivision) {
+  // The kernel decodes its tile index with a multiply-high and a shift: exact for every
+  // divisor it meets (splits, N-tile counts, group sizes) over the whole non-negative int range.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> any(0, 2147483647);
+  std::vector<int> divisors;
+  for (int d = 1; d <= 300; ++d) divisors.push_back(d);
+  for (int d : {511, 512, 513, 1000, 4096, 65535, 65536, 1 << 20, 1000003, 1 << 30, 2147483647}) divisors.push_back(d);
+  for (int d : divisors) {
+    const gmm::cuda::FastDiv f = gmm::cuda::fast_div_by(d);
+    std::vector<int> ns = {0, 1, d - 1, d, d + 1, 2147483647, 2147483646, 2147483647 - d};
+    for (int i = 0; i < 200; ++i) ns.push_back(any(rng));
+    for (int n : ns)
+      if (n >= 0) ASSERT_EQ(gmm::cuda::fast_div(n, f), n / d) << n << " / " << d;
+  }
 }
 
 TEST(GmmCudaSpace, InvalidConfigsAreExplained) {

@@ -1,0 +1,71 @@
+#pragma once
+// The tile map the mma kernel takes its work from: one 16-byte entry per M-tile, {expert, first
+// row, end row, M-tiles in all}, written by a one-CTA schedule kernel launched just before it.
+// A gmm CTA then learns its tile's expert from one load and starts streaming that expert's
+// weights at once; building the per-expert prefix and searching it in every CTA put
+// ceil(E/32) rounds of dependent offset loads before the first weight load.
+// Included by cuda_kernel.cuh, in its namespace and over the same primitives.
+
+namespace moe::gmm::GMM_KERNEL_NAMESPACE {
+
+// An expert's rows, clamped so that broken offsets can never address outside [0, rows).
+GMM_DEVICE int seg_begin(const KernelArgs& p, int e) {
+  return min(max(ldg(p.offsets + e), 0), p.rows);
+}
+GMM_DEVICE int seg_end(const KernelArgs& p, int e) {
+  return max(seg_begin(p, e), min(max(ldg(p.offsets + e + 1), 0), p.rows));
+}
+
+// Warp 0 writes prefix[e] = M-tiles of experts before e, prefix[E] = all M-tiles. Each lane
+// sums a contiguous run of experts, then one warp scan joins the runs.
+template <int BM>
+GMM_DEVICE void build_tile_prefix(const KernelArgs& p, int* prefix, int lane) {
+  const int E = p.experts, chunk = (E + 31) / 32;
+  const int eb = min(E, lane * chunk), ee = min(E, eb + chunk);
+  int local = 0;
+  for (int e = eb; e < ee; ++e) local += (seg_end(p, e) - seg_begin(p, e) + BM - 1) / BM;
+  int incl = local;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int v = shfl_up(incl, d);
+    if (lane >= d) incl += v;
+  }
+  int run = incl - local;
+  for (int e = eb; e < ee; ++e) {
+    prefix[e] = run;
+    run += (seg_end(p, e) - seg_begin(p, e) + BM - 1) / BM;
+  }
+  if (lane == 31) prefix[E] = incl;
+}
+
+// Every entry of the map, p.map_tiles of them (the most M-tiles any routing can make); entries
+// past the last M-tile hold expert -1. Shared memory: the prefix, experts + 1 ints.
+template <int BM>
+GMM_KERNEL(kScheduleThreads) gmm_schedule_kernel(const KernelArgs p) {
+  int* prefix = reinterpret_cast<int*>(dynamic_smem());
+  const int tid = thread_x();
+  // offsets are dispatch's output, and the map it writes may still be read by the previous gmm
+  // call's kernel on the stream: wait before either.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
+  if (tid < 32) build_tile_prefix<BM>(p, prefix, tid);
+  sync_threads();
+  const int E = p.experts, total = prefix[E];
+  for (int mg = tid; mg < p.map_tiles; mg += kScheduleThreads) {
+    int e = -1, row0 = 0, row_end = 0;
+    if (mg < total) {
+      int lo = 0, hi = E;  // prefix[lo] <= mg < prefix[hi]: lo ends at the expert owning mg
+      while (hi - lo > 1) {
+        const int mid = (lo + hi) >> 1;
+        if (prefix[mid] <= mg) lo = mid;
+        else hi = mid;
+      }
+      e = lo;
+      row0 = seg_begin(p, e) + (mg - prefix[e]) * BM;
+      row_end = seg_end(p, e);
+    }
+    store_i32x4(p.tile_map + 4 * mg, e, row0, row_end, total);
+  }
+}
+
+}  // namespace moe::gmm::GMM_KERNEL_NAMESPACE
