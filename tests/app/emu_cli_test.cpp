@@ -70,6 +70,22 @@ TEST(EmuCli, RunGmmValidatesAnMmaConfig) {
   EXPECT_EQ(r.out.find("not emulated"), std::string::npos) << r.out;
 }
 
+// `--config kernel=wgmma` alone: the mma-only parameters are not demanded and the tile comes
+// from the problem's space; a tile parameter the user names is kept.
+TEST(EmuCli, RunGmmFillsAWgmmaConfigGivenOnlyItsKernel) {
+  auto r = sh(exe() + " run gmm --backend emu" + kSmallGmm + " --config kernel=wgmma");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("validate PASS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernel=wgmma"), std::string::npos) << r.out;
+  r = sh(exe() + " run gmm --backend emu" + kSmallGmm + " --config kernel=wgmma,block_n=256");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("block_n=256"), std::string::npos) << r.out;
+  // A config no tile of the space agrees with is still refused, saying why.
+  r = sh(exe() + " run gmm --backend emu" + kSmallGmm + " --config kernel=wgmma,block_n=64");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("is invalid for this problem"), std::string::npos) << r.out;
+}
+
 TEST(EmuCli, RunFp8GmmAndDispatchOfAPresetValidate) {
   // fp8 end to end on the emu backend: the decode kernel (up fuses h's requantization by
   // default, down takes the routed weight) and the quantizing gather, each against the reference.
