@@ -50,6 +50,10 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
   const int tid = thread_x(), lane = tid & 31, warp_n = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int chunk_row = tid / CH, chunk_k = (tid % CH) * 16;
+  // offsets (the tiles' source) and the activations are earlier kernels' outputs, and the
+  // workspace's partials may still be read by the previous call's finalize: wait before all.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   if (warp_n == 0) build_tile_prefix<BM>(p.b, prefix, lane);
   sync_threads();
 

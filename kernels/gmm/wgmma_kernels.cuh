@@ -109,6 +109,9 @@ GMM_KERNEL(kWgmmaThreads) wgmma_silu_kernel(const SiluArgs p) {
 // fp8 down: the GEMM's fp32 rows (routed weight applied) rounded once to bf16, eight columns
 // a thread, over the rows of every expert.
 GMM_KERNEL(kWgmmaThreads) wgmma_round_bf16_kernel(const RoundArgs p) {
+  // offsets and the GEMM's rows are earlier kernels' outputs.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
   const int used = clamp_row(ldg(p.offsets + p.experts), p.rows);
   const int vecs = p.cols / 8;
   const long long total = static_cast<long long>(used) * vecs;

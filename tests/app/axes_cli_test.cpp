@@ -194,8 +194,8 @@ TEST(AxesCli, TokenCountsAreCheckedUpFront) {
   fs::remove_all(d);
 }
 
-// --tp/--ep divide what the flags leave, and sweep all / moe-layer give the slice to their
-// dispatch and gmm stages.
+// --tp/--ep divide what the flags leave, and sweep all / moe-layer give the slice to the layer
+// and its dispatch and gmm stages.
 TEST(AxesCli, ExpertParallelismSlicesTheOverriddenExpertCount) {
   if (!moe::family("dispatch").backend(moe::Backend::cpu)) GTEST_SKIP() << "no cpu dispatch in this build";
   Proc r = mb("run dispatch --model deepseek-v3 --experts 64 --ep 8 --ep-rank 1 --hidden 128 --tokens 4 --backend cpu");
@@ -207,7 +207,8 @@ TEST(AxesCli, ExpertParallelismSlicesTheOverriddenExpertCount) {
   for (const char* what : {"all", "moe-layer"}) {
     r = mb(std::string("sweep ") + what + " --model qwen3-30b-a3b --ep 8 --ep-rank 1 --tokens 1 --backend cpu --dry-run");
     ASSERT_EQ(r.code, 0) << r.out;
-    EXPECT_EQ(count(r.out, "expert_begin=16,expert_end=32"), 3u) << what << ": " << r.out;  // dispatch, gmm up, gmm down
+    // dispatch, gmm up, gmm down and the layer itself
+    EXPECT_EQ(count(r.out, "expert_begin=16,expert_end=32"), 4u) << what << ": " << r.out;
   }
   // --ep as an axis: a degree that does not divide the experts is a skipped combination.
   r = mb("sweep dispatch --model qwen3-30b-a3b --ep 1,3,8 --tokens 1 --backend cpu --dry-run");

@@ -48,15 +48,15 @@ DeviceInfo hopper() {
   return d;
 }
 
-TEST(WgmmaFp8Configs, TheSpaceIsTheFp8GroupedGemmsAndTheDefaultOneOfThem) {
+TEST(WgmmaFp8Configs, TheSpaceHoldsTheFp8GroupedGemmsAndThePrefillDefaultIsOne) {
   const BackendImpl& cuda = gmm_family().need_backend(Backend::cuda);
   for (const char* stage : {"up", "down"}) {
     const Params p = fp8_problem(4096, 8, 2, 256, 256, 1, stage);
     const auto space = cuda.space(p, hopper(), true);
     std::vector<std::string> shapes;
     for (const Params& c : space) {
-      EXPECT_EQ(c.s("kernel"), "wgmma") << c.str();
       EXPECT_EQ(cuda.invalid_reason(p, c, hopper()), "") << c.str();
+      if (c.s("kernel") != "wgmma") continue;  // the fp8 mma kernel's tiles (gmm_fp8_test.cpp)
       shapes.push_back(gmm::wgmma::shape_str(gmm::wgmma::parse_config(c).shape));
     }
     EXPECT_EQ(shapes, (std::vector<std::string>{"128x128x128 cooperative cluster 2x1", "64x128x128 pingpong cluster 1x1"}))
