@@ -88,6 +88,10 @@ def identify(name, static, obj=None):
     # The wgmma path's own small kernels serve every wgmma config.
     if re.search(r"wgmma_setup_kernel\(", name):
         return {"family": "gmm", "kind": "wgmma-setup", "config": {"kernel": "wgmma"}, "variant": {}}
+    if re.search(r"wgmma_round_bf16_kernel\(", name):
+        # fp8 down's last pass: the GEMM's fp32 rows rounded once to bf16.
+        return {"family": "gmm", "kind": "wgmma-round", "config": {"kernel": "wgmma"},
+                "variant": {"stage": "down", "dtype": "fp8"}}
     if (t := template_args(name, "wgmma_silu_kernel")):
         return {"family": "gmm", "kind": "wgmma-silu", "config": {"kernel": "wgmma"},
                 "variant": {"dtype": "bf16" if bool_arg(t[0]) else "f16"}}
