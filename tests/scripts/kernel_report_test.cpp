@@ -425,3 +425,26 @@ TEST(KernelReport, GateFailsWhenAKernelOfTheLayerDoesNotWait) {
   EXPECT_NE(r.out.find("no griddepcontrol.wait (ACQBULK)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(who), std::string::npos) << r.out;
 }
+
+// cuobjdump 13 folds the driver's 1 KB per CTA (.nv.shared.reserved.0) into SHARED; occupancy must
+// count it once. Recorded from this build: gmm 16x64x32 s4 (up, bf16) uses 27,144 bytes of dynamic
+// shared memory at the presets' largest expert count, and 8 of its CTAs fit in an SM's 228 KB
+// (7 when the reserved slice is added twice). Without the section the slice is added.
+TEST(KernelReport, CountsTheReservedSharedMemoryOnce) {
+  const fs::path data = kSource / "tests" / "data" / "cuobjdump";
+  const std::string py =
+      "import json, sys; sys.path.insert(0, '" + (kSource / "scripts").string() + "'); "
+      "from static_report.cubins import resources; from static_report.report import resource_fields; "
+      "from static_report.occupancy import occupancy_of; "
+      "res = open('" + (data / "gmm_16x64x32_s4.res-usage.txt").string() + "').read(); "
+      "elf = open('" + (data / "gmm_16x64x32_s4.elf-sections.txt").string() + "').read(); "
+      "ctas = lambda e: [occupancy_of({**resource_fields(u), 'threads': 128, 'dynamic_smem_bytes': 27144})"
+      "['h100']['ctas_per_sm'] for u in resources(res, e).values()]; "
+      "print(json.dumps({'with': ctas(elf), 'without': ctas(elf.replace('reserved', 'other'))}))";
+  const Proc r = sh("python3 -c \"" + py + "\"");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["with"], json::array({8})) << r.out;
+  // Older cubins leave the slice out of SHARED: 1,024 + 27,144 + 1,024 reserved -> 7 per SM.
+  EXPECT_EQ(j["without"], json::array({7})) << r.out;
+}
