@@ -15,8 +15,11 @@ namespace moe {
 // whose codes must be exactly zero.
 // `scale_rtol` widens the scale check where the values quantized come out of an fp32 sum the
 // reference takes in fp64 (gmm up's h): their amax, so their scale, may differ by that much.
+// `range_atol` accepts codes more than one step apart whose values differ by at most that
+// fraction of the group's range (448 times the reference's scale): an error absolute in the
+// sums, as a GEMM's accumulation leaves, moves small elements by many steps of their own.
 std::vector<Check> check_quantized(const std::string& name, const Tensor& got_q, const Tensor& got_s, const Tensor& ref_q,
                                    const Tensor& ref_s, bool ue8m0, const std::vector<char>* pad = nullptr,
-                                   double scale_rtol = 0);
+                                   double scale_rtol = 0, double range_atol = 0);
 
 }  // namespace moe

@@ -30,7 +30,7 @@ struct Handle {
 
 }  // namespace
 
-Tensor cublas_output(const Params& problem, const RefMap& din, const TensorMap& hin) {
+Tensor cublas_output(const Params& problem, const RefMap& din, const TensorMap& hin, bool round_gate_up) {
   const GmmSpec s = GmmSpec::parse(problem);
   const TensorRef& act = need(din, s.act_name());
   const TensorRef& w = need(din, s.weight_name());
@@ -64,7 +64,11 @@ Tensor cublas_output(const Params& problem, const RefMap& din, const TensorMap& 
   for (std::int64_t r = 0; r < R; ++r)
     for (std::int64_t j = 0; j < NO; ++j) {
       float v = host[r * NW + j];
-      if (!s.down) v = v / (1.0f + std::exp(-v)) * host[r * NW + I + j];
+      if (!s.down) {
+        float u = host[r * NW + I + j];
+        if (round_gate_up) v = round_to(s.dtype, v), u = round_to(s.dtype, u);
+        v = v / (1.0f + std::exp(-v)) * u;
+      }
       else if (rw) v *= rw[r];
       out.set(r * NO + j, v);
     }

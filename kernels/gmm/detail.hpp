@@ -45,10 +45,14 @@ Cost estimate(const GmmSpec& s);
 // design says) and the check of a quantized h (scales within 1 ulp, codes within one step).
 void reference_fp8(const GmmSpec& s, const TensorMap& in, TensorMap& out, const std::vector<std::int64_t>& rows);
 Validation validate_fp8_up(const GmmSpec& s, const TensorMap& in, const TensorMap& got, const TensorMap& ref);
-// h's amax comes out of a K-long fp32 sum (and an fp32 silu) on the device and fp64 ones in the
-// reference: 2^-12 relative covers that rounding for K up to ~10^5 (ue8m0 scales still differ by
-// at most one power of two).
-inline constexpr double kHScaleRtol = 1.0 / 4096;
+// h comes out of K-long sums on the device and fp64 ones in the reference. Hopper's fp8 wgmma
+// keeps only about 14 mantissa bits while it sums a 128-wide K block, before CUTLASS promotes
+// the block into fp32 (measured on an H200: gate/up errors near 2^-12 of their values, up to
+// 1e-4 of a group's range at K=7168). So h_scale may differ by 2^-9 relative (ue8m0 scales by
+// at most one power of two), and a code more than one step off passes when its value is within
+// 2^-11 of its group's range (small elements, where that absolute error spans several steps).
+inline constexpr double kHScaleRtol = 1.0 / 512;
+inline constexpr double kHRangeAtol = 1.0 / 2048;
 // fp8_cpu.cpp: the cpu backend's fp8 path, fp32 sums per 128 block scaled into fp32 accumulators.
 void run_fp8_cpu(const GmmSpec& s, std::int64_t block_m, const RefMap& in, const RefMap& out, int threads);
 

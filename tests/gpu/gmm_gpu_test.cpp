@@ -41,14 +41,19 @@ Tensor i32_tensor(std::vector<std::int32_t> v) {
   return t;
 }
 
-// A prepared problem with its inputs on the device and the cuBLAS-per-expert output.
+// A prepared problem with its inputs on the device and the cuBLAS-per-expert output, for up
+// also with gate and up rounded as the wgmma path stores them.
 struct Case {
   Prepared p;
   DeviceTensors din;
-  Tensor cublas;
+  Tensor cublas, cublas_rounded;
   Case(const Params& pr, const InputOptions& o, TensorMap given = {})
       : p(tuner::prepare(F(), pr, o, std::move(given))), din(DeviceTensors::upload(p.inputs)) {
     cublas = gmm::cublas_output(p.problem, din.refs(), p.inputs);
+    if (!GmmSpec::parse(p.problem).down) cublas_rounded = gmm::cublas_output(p.problem, din.refs(), p.inputs, true);
+  }
+  const Tensor& cublas_for(const Params& config) const {
+    return config.s("kernel") == "wgmma" && !GmmSpec::parse(p.problem).down ? cublas_rounded : cublas;
   }
 };
 
@@ -81,7 +86,7 @@ std::string check(const Case& c, const Params& config, int max_ctas = 0, Tensor*
     cuda_check(cudaDeviceSynchronize(), "gmm kernel");
     TensorMap got = dout.download();
     const Validation v = F().validate(c.p.problem, c.p.inputs, got, c.p.reference);
-    const Check cb = gmm::compare_to_cublas(c.p.problem, got.at(s.out_name()), c.cublas);
+    const Check cb = gmm::compare_to_cublas(c.p.problem, got.at(s.out_name()), c.cublas_for(config));
     if (out) *out = got.at(s.out_name());
     std::string msg;
     if (!v.ok) msg += what + v.summary() + "\n";

@@ -122,7 +122,9 @@ TEST(GmmFp8Cpu, InputsHoldTheEdgeGroups) {
 }
 
 // Validation: a code one step off passes (a reciprocal instead of a division does that), two
-// steps or a scale two ulps off fail, as do NaN and unwritten elements.
+// steps off fail on a large element but pass on a small one while its value stays within
+// kHRangeAtol of the group's range (the fp8 wgmma's accumulation error); a scale beyond
+// kHScaleRtol fails, as do NaN and unwritten elements.
 TEST(GmmFp8Validate, CodesWithinOneStepAndScalesWithinOneUlp) {
   const Prepared p = prepare(F(), fp8_gmm_problem(16, 2, 1, 128, 256, 8, "up"), seeded(9));
   const GmmSpec s = GmmSpec::parse(p.problem);
@@ -133,15 +135,25 @@ TEST(GmmFp8Validate, CodesWithinOneStepAndScalesWithinOneUlp) {
   };
   // A real row with a code that can move both ways.
   const auto pad = gmm::zero_rows(p.inputs.at("x_sorted"));
-  std::int64_t at = -1;
-  for (std::int64_t i = 0; i < p.reference.at("h").numel() && at < 0; ++i) {
+  // `at` is large (|q| >= 4: two steps are 0.5, beyond 448 * kHRangeAtol = 0.22), `small` is
+  // below 1/2 (three steps are at most 0.094).
+  std::int64_t at = -1, small = -1;
+  for (std::int64_t i = 0; i < p.reference.at("h").numel(); ++i) {
     const std::uint8_t q = p.reference.at("h").data<std::uint8_t>()[i];
-    if (!pad[i / 256] && (q & 0x7F) > 8 && (q & 0x7F) < 0x70) at = i;
+    if (pad[i / 256]) continue;
+    if (at < 0 && (q & 0x7F) >= 0x48 && (q & 0x7F) < 0x70) at = i;
+    if (small < 0 && (q & 0x7F) > 0 && (q & 0x7F) < 0x30) small = i;
   }
   ASSERT_GE(at, 0);
+  ASSERT_GE(small, 0);
   EXPECT_TRUE(with([](TensorMap&) {}).ok);
   EXPECT_TRUE(with([&](TensorMap& g) { g.at("h").data<std::uint8_t>()[at] += 1; }).ok);
   EXPECT_FALSE(with([&](TensorMap& g) { g.at("h").data<std::uint8_t>()[at] += 2; }).ok);
+  EXPECT_TRUE(with([&](TensorMap& g) { g.at("h").data<std::uint8_t>()[small] += 3; }).ok);
+  EXPECT_FALSE(with([&](TensorMap& g) {
+                 auto& q = g.at("h").data<std::uint8_t>()[small];
+                 q = static_cast<std::uint8_t>((q & 0x80) | 0x38);  // the same sign, magnitude 1.0
+               }).ok);
   EXPECT_FALSE(with([&](TensorMap& g) { g.at("h").data<std::uint8_t>()[at] = 0x7F; }).ok);
   EXPECT_FALSE(with([&](TensorMap& g) { g.at("h").data<std::uint8_t>()[at] = 0xFF; }).ok);  // poison
   const std::int64_t srow = at / 256 * 2;
