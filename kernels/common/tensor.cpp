@@ -35,6 +35,14 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   }
 }
 
+Tensor Tensor::borrow(const Tensor& t) {
+  Tensor v;
+  v.dtype_ = t.dtype_;
+  v.shape_ = t.shape_;
+  v.view_ = t.base();
+  return v;
+}
+
 double Tensor::get(std::int64_t i) const {
   switch (dtype_) {
     case DType::f32: return data<float>()[i];

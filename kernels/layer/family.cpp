@@ -225,13 +225,15 @@ void layer_reference(const Params& L, const TensorMap& in, TensorMap& out) {
   const auto tokens = reference_tokens(L.i("tokens"));
   Params sub = L;
   sub.set("tokens", static_cast<std::int64_t>(tokens.size())).set("align", std::int64_t{1});
-  TensorMap all = in;
+  // The stages read the weights and each other's outputs through views: no copy of the weights.
+  TensorMap all;
+  for (auto& [k, v] : in) all[k] = Tensor::borrow(v);
   all["logits"] = take_rows(in.at("logits"), tokens);
   all["x"] = take_rows(in.at("x"), tokens);
   for (const Stage& s : layer_stages(sub)) {
     const FamilyDesc& f = family(s.family);
     TensorMap si;
-    for (auto& spec : f.input_specs(s.problem)) si[spec.name] = all.at(spec.name);
+    for (auto& spec : f.input_specs(s.problem)) si[spec.name] = Tensor::borrow(all.at(spec.name));
     TensorMap so = allocate(f.output_specs(s.problem, si));
     Params problem = s.problem;
     if (s.family == "gmm") problem.set(kReferenceEveryRow, std::int64_t{1});
@@ -282,18 +284,22 @@ FamilyDesc make_layer() {
                       pp::shared(),      pp::groups(),  pp::topk_group(), pp::group_score(), pp::scoring(),
                       pp::renormalize(), pp::rsf(),     pp::bias(),       pp::hidden(),      pp::intermediate(),
                       pp::align(),       pp::scale_fmt(),    pp::expert_begin(), pp::expert_end()};
+  // The stages' own rules. gmm's include the host memory for its activations, which the layer
+  // does not hold on the host (its footprint counts them where it runs): gmm is asked at one
+  // token, where what is left to check is its weights.
   f.check_problem = [](const Params& L) {
     for (const Stage& s : layer_stages(L))
-      if (family(s.family).check_problem) family(s.family).check_problem(s.problem);
+      if (family(s.family).check_problem)
+        family(s.family).check_problem(s.family == "gmm" ? Params(s.problem).set("tokens", std::int64_t{1}) : s.problem);
   };
-  // Every stage's buffers at once: the reference and the layer keep each stage's outputs.
+  // The layer's own inputs and output on the host (the reference follows sampled tokens through
+  // the stages); every stage's intermediate at once wherever the layer runs.
   f.footprint = [](const Params& L) {
     Footprint fp;
-    for (const Stage& s : layer_stages(L)) {
-      const Footprint st = family(s.family).footprint(s.problem);
-      for (auto& [n, b] : st.inputs) fp.inputs.push_back({s.name + " " + n, b});
-      fp.outputs += st.outputs;
-    }
+    for (const TensorSpec& t : family("moe-layer").input_specs(L))
+      fp.inputs.push_back({t.name, static_cast<double>(numel(t.shape)) * dtype_size(t.dtype)});
+    fp.outputs = static_cast<double>(L.i("tokens")) * L.i("hidden") * dtype_size(act_dtype(L));
+    for (const TensorSpec& t : intermediates(L)) fp.between += static_cast<double>(numel(t.shape)) * dtype_size(t.dtype);
     return fp;
   };
   f.input_specs = [](const Params& L) {
@@ -311,21 +317,32 @@ FamilyDesc make_layer() {
   };
   f.make_inputs = [](const Params& L, const InputOptions& opt, TensorMap& in) {
     // Each stage family makes its own kind of input, so the layer's inputs look like theirs.
+    // Tensors move, never copy: kimi-k2's weights are 34 GB.
     Rng rng(opt.seed);
     const auto stages = layer_stages(L);
-    TensorMap r;
-    for (auto& [k, v] : in) r[k] = v;
+    auto take = [&in](TensorMap& from, std::initializer_list<const char*> names) {
+      for (const char* k : names)
+        if (!in.count(k) && from.count(k)) in[k] = std::move(from.at(k));
+    };
+    auto lend = [&in](std::initializer_list<const char*> names) {
+      TensorMap m;
+      for (const char* k : names)
+        if (in.count(k)) m[k] = std::move(in.at(k)), in.erase(k);
+      return m;
+    };
+    TensorMap r = lend({"logits", "bias"});
     family("router").make_inputs(stages[0].problem, opt, r);
-    TensorMap up, down;
-    for (const char* k : {"w13", "w13_scale"}) if (in.count(k)) up[k] = in.at(k);
-    for (const char* k : {"w2", "w2_scale"}) if (in.count(k)) down[k] = in.at(k);
+    take(r, {"logits", "bias"});
+    // The gmm stages' weights depend on the seed and their shapes alone: asked for at one token,
+    // gmm makes no activations the layer would throw away (17 GB of x_sorted at kimi-k2's 32k).
     InputOptions o2 = opt;
     o2.seed = opt.seed + 1;
-    family("gmm").make_inputs(stages[2].problem, o2, up);
-    family("gmm").make_inputs(stages[3].problem, o2, down);
-    for (const char* k : {"logits", "bias"}) if (r.count(k) && !in.count(k)) in[k] = r.at(k);
-    for (const char* k : {"w13", "w13_scale"}) if (!in.count(k) && up.count(k)) in[k] = up.at(k);
-    for (const char* k : {"w2", "w2_scale"}) if (!in.count(k) && down.count(k)) in[k] = down.at(k);
+    for (std::size_t i : {std::size_t{2}, std::size_t{3}}) {
+      const bool up = i == 2;
+      TensorMap w = up ? lend({"w13", "w13_scale"}) : lend({"w2", "w2_scale"});
+      family("gmm").make_inputs(Params(stages[i].problem).set("tokens", std::int64_t{1}), o2, w);
+      take(w, up ? std::initializer_list<const char*>{"w13", "w13_scale"} : std::initializer_list<const char*>{"w2", "w2_scale"});
+    }
     if (!in.count("x")) in["x"] = random_tensor(act_dtype(L), {L.i("tokens"), L.i("hidden")}, rng);
   };
   f.output_specs = [](const Params& L, const TensorMap&) {
@@ -342,8 +359,8 @@ FamilyDesc make_layer() {
     // Weight bytes of the local experts the tokens actually reach: routing decides it, so count
     // it; the flops are those of the slots routed to a local expert.
     TensorMap r;
-    r["logits"] = in.at("logits");
-    if (in.count("bias")) r["bias"] = in.at("bias");
+    r["logits"] = Tensor::borrow(in.at("logits"));
+    if (in.count("bias")) r["bias"] = Tensor::borrow(in.at("bias"));
     const auto stages = layer_stages(L);
     TensorMap ro = allocate(family("router").output_specs(stages[0].problem, r));
     family("router").reference(stages[0].problem, r, ro);

@@ -51,7 +51,7 @@ TEST(MemoryRefusal, EveryFamilyIsRefusedOnTheHostWithTheNumbers) {
     {
       HostLimit limit("0.6e9");
       const std::string m = refusal([&] { tuner::prepare(*f, p, InputOptions{}); });
-      // The family's name (the layer's refusal may come from its gmm stage), what it needs.
+      // The family's name (the layer's refusal comes from its gmm stage's weights), what it needs.
       EXPECT_EQ(m.rfind(f->name == "moe-layer" ? "gmm" : f->name, 0), 0u) << m;
       EXPECT_NE(m.find(" needs "), std::string::npos) << m;
       EXPECT_NE(m.find("of host memory"), std::string::npos) << m;
@@ -137,7 +137,36 @@ TEST(MemoryRefusal, KimiK2LayerAt32kTokensFitsOneCopyOnAnH100) {
   EXPECT_EQ(refusal([&] { tuner::check_device_fits(l, p, h100, 100e6, "the L2 flush buffer", 79e9); }), "");
   const std::string m = refusal([&] { tuner::check_device_fits(l, p, h100, 100e6, "the L2 flush buffer", 40e9); });
   EXPECT_NE(m.find("moe-layer at "), std::string::npos) << m;
-  EXPECT_NE(m.find("gmm_up w13"), std::string::npos) << m;
+  EXPECT_NE(m.find("22.6 GB of w13"), std::string::npos) << m;
+  EXPECT_NE(m.find("GB of intermediates between its kernels"), std::string::npos) << m;
+}
+
+TEST(MemoryRefusal, LayerHostFootprintIsItsInputsAndOutputNotItsIntermediates) {
+  // kimi-k2 at 131072 tokens on a host with 134 GB: 36 GB of inputs (34 GB of weights) and the
+  // output twice fit; its intermediates (x_sorted, h, y_sorted: 39 GB) live where it runs.
+  const FamilyDesc& l = family("moe-layer");
+  Params p = moe::testing::gmm_preset("kimi-k2");
+  p.set("tokens", std::int64_t{131072});
+  p = complete(l.problem_params, p, "moe-layer");
+  const Footprint fp = l.footprint(p);
+  double inputs = 0;
+  for (auto& [n, b] : fp.inputs) inputs += b;
+  EXPECT_NEAR(inputs, 36.0e9, 0.5e9);
+  EXPECT_NEAR(fp.outputs, 131072.0 * 7168 * 2, 1);
+  EXPECT_NEAR(fp.between, 38.9e9, 0.5e9);
+  {
+    HostLimit limit("60e9");
+    EXPECT_EQ(refusal([&] { tuner::check_host_fits(l, p, {}); }), "");
+    EXPECT_EQ(refusal([&] { l.check_problem(p); }), "");
+  }
+  HostLimit limit("30e9");
+  const std::string m = refusal([&] { tuner::check_host_fits(l, p, {}); });
+  EXPECT_NE(m.find("22.6 GB of w13"), std::string::npos) << m;
+  EXPECT_EQ(m.find("x_sorted"), std::string::npos) << m;
+  // The cpu backend does hold them on the host: its workspace is checked before it is allocated.
+  const std::string w = refusal([&] { tuner::check_host_workspace(l, p, fp.between); });
+  EXPECT_NE(w.find("of the cpu backend's workspace (its intermediates)"), std::string::npos) << w;
+  EXPECT_NE(w.find("--ep N"), std::string::npos) << w;
 }
 
 TEST(MemoryRefusal, DeviceCountsTheDefaultConfigsWorkspace) {

@@ -70,8 +70,9 @@ struct HostRun {
     o.outputs = allocate(p.output_specs);
     for (auto& [k, t] : o.outputs) poison_host(t.ref());
     // Emulated kernels get a poisoned workspace (NaN floats), as outputs are: a read before a write shows.
-    ws.resize(impl.workspace_bytes ? impl.workspace_bytes(p.problem, config) : 0,
-              b == Backend::emu ? std::byte{0xFF} : std::byte{0});
+    const std::size_t bytes = impl.workspace_bytes ? impl.workspace_bytes(p.problem, config) : 0;
+    check_host_workspace(*p.family, p.problem, static_cast<double>(bytes));
+    ws.resize(bytes, b == Backend::emu ? std::byte{0xFF} : std::byte{0});
     ctx.threads = threads;
     ctx.workspace = ws.data();
     ctx.workspace_bytes = ws.size();

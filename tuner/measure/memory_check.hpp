@@ -11,6 +11,10 @@ namespace moe::tuner {
 // Throws an Error when the family's footprint does not fit the host's limit (moe/memory.hpp).
 void check_host_fits(const FamilyDesc& f, const Params& problem, const TensorMap& given);
 
+// A host backend's workspace (the layer's intermediates on the cpu backend), before it is
+// allocated, against what the host has left once the inputs exist.
+void check_host_workspace(const FamilyDesc& f, const Params& problem, double bytes);
+
 // Free device memory (cudaMemGetInfo) and the refusal; `extra` is the timer's own buffers.
 void check_device_fits(const FamilyDesc& f, const Params& problem, const DeviceInfo& dev, double extra_bytes,
                        const std::string& extra_name);

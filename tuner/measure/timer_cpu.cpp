@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "tuner/measure/memory_check.hpp"
+
 namespace moe::tuner {
 
 using clock_type = std::chrono::steady_clock;
@@ -19,7 +21,9 @@ CpuTimer::CpuTimer(const Prepared& p, const Params& config, int threads)
   outputs_ = allocate(p.output_specs);
   in_ = refs(const_cast<TensorMap&>(p.inputs));  // backends read inputs only
   out_ = refs(outputs_);
-  ws_.resize(impl_.workspace_bytes ? impl_.workspace_bytes(p.problem, config) : 0);
+  const std::size_t bytes = impl_.workspace_bytes ? impl_.workspace_bytes(p.problem, config) : 0;
+  check_host_workspace(*p.family, p.problem, static_cast<double>(bytes));
+  ws_.resize(bytes);
   ctx_.threads = threads;
   ctx_.workspace = ws_.data();
   ctx_.workspace_bytes = ws_.size();

@@ -91,6 +91,9 @@ struct Cost {
 struct Footprint {
   std::vector<std::pair<std::string, double>> inputs;
   double outputs = 0;
+  // Tensors a backend keeps between its kernels, in its workspace on whatever runs it (the
+  // layer's intermediates): counted on the device, and on the host where a host backend runs.
+  double between = 0;
 };
 
 struct BackendImpl {

@@ -28,27 +28,32 @@ class Tensor {
  public:
   Tensor() = default;
   Tensor(DType dtype, Shape shape);  // zero-filled
+  // A view of `t`'s elements, to read where a TensorMap is asked for without copying (a
+  // model's weights are tens of GB). Copies of it are views too; it must not outlive `t`.
+  static Tensor borrow(const Tensor& t);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   std::int64_t numel() const { return moe::numel(shape_); }
-  std::size_t nbytes() const { return bytes_.size(); }
-  void* raw() { return bytes_.data(); }
-  const void* raw() const { return bytes_.data(); }
-  template <class T> T* data() { return reinterpret_cast<T*>(bytes_.data()); }
-  template <class T> const T* data() const { return reinterpret_cast<const T*>(bytes_.data()); }
+  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
+  void* raw() { return base(); }
+  const void* raw() const { return base(); }
+  template <class T> T* data() { return reinterpret_cast<T*>(base()); }
+  template <class T> const T* data() const { return reinterpret_cast<const T*>(base()); }
 
   // Element access through float/double for any floating dtype (and ints, for convenience).
   double get(std::int64_t i) const;
   void set(std::int64_t i, double v);
 
-  TensorRef ref() { return {bytes_.data(), dtype_, shape_}; }
-  TensorRef ref() const { return {const_cast<std::byte*>(bytes_.data()), dtype_, shape_}; }
+  TensorRef ref() { return {base(), dtype_, shape_}; }
+  TensorRef ref() const { return {base(), dtype_, shape_}; }
 
  private:
+  std::byte* base() const { return view_ ? view_ : const_cast<std::byte*>(bytes_.data()); }
   DType dtype_ = DType::f32;
   Shape shape_;
   std::vector<std::byte> bytes_;
+  std::byte* view_ = nullptr;  // a borrowed tensor's elements (bytes_ then empty)
 };
 
 using TensorMap = std::map<std::string, Tensor>;

@@ -1,6 +1,10 @@
 // The moe-layer unit on the cpu backend: the chained stages match the chained references.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <set>
+
+#include "layer/stages.hpp"
 #include "moe/family.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
@@ -53,6 +57,44 @@ TEST(Layer, Fp8CpuMatchesChainedReferences) {
       for (std::int64_t d = 0; d < 256; ++d) out.set(d, out.get(d) * 1.25 + 0.5);
       EXPECT_FALSE(f.validate(p.problem, p.inputs, o.outputs, p.reference).ok) << fmt << " T=" << T;
     }
+}
+
+// The layer holds its own inputs only, and its weights are the ones its gmm stages would make
+// at the layer's token count (made at one token, so no activation is made and thrown away);
+// given weights are taken as they are.
+TEST(Layer, InputsAreItsOwnAndItsWeightsThoseOfItsGmmStages) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  const moe::FamilyDesc& g = moe::family("gmm");
+  for (const char* dt : {"bf16", "fp8"}) {
+    moe::Params L = small_layer(37);
+    L.set("dtype", std::string(dt)).set("hidden", std::int64_t{256}).set("intermediate", std::int64_t{128});
+    moe::InputOptions opt;
+    opt.seed = 41;
+    const auto p = moe::tuner::prepare(f, L, opt);
+    std::set<std::string> want, have;
+    for (auto& spec : f.input_specs(p.problem)) want.insert(spec.name);
+    for (auto& [k, v] : p.inputs) have.insert(k);
+    EXPECT_EQ(have, want) << dt;
+    const auto stages = moe::layer_stages(p.problem);
+    moe::InputOptions o2 = opt;
+    o2.seed = opt.seed + 1;
+    for (std::size_t i : {std::size_t{2}, std::size_t{3}}) {
+      moe::TensorMap stage;
+      g.make_inputs(stages[i].problem, o2, stage);
+      for (const char* k : {"w13", "w13_scale", "w2", "w2_scale"}) {
+        if (!stage.count(k)) continue;
+        const moe::Tensor &a = stage.at(k), &b = p.inputs.at(k);
+        ASSERT_EQ(a.shape(), b.shape()) << dt << " " << k;
+        EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << dt << " " << k;
+      }
+    }
+    moe::TensorMap given;
+    given["w2"] = p.inputs.at("w2");
+    given["w2"].set(5, 0.125);
+    if (std::string(dt) == "fp8") given["w2_scale"] = p.inputs.at("w2_scale");
+    const auto q = moe::tuner::prepare(f, L, opt, given);
+    EXPECT_EQ(q.inputs.at("w2").get(5), 0.125) << dt;
+  }
 }
 
 TEST(Layer, ValidationCatchesAWrongToken) {
