@@ -10,13 +10,12 @@ std::string emu_help() {
          "emulates about 4 MFLOP/s (4 s at --tokens 64 --experts 8 --hidden 256 --intermediate 128; deepseek-v3's gmm "
          "is refused); a config whose kernel cannot be emulated (gmm kernel=wgmma: CUTLASS) is reported as not emulated "
          "while its setup and silu kernels run and are checked. Shapes that would take more than 3 minutes per "
-         "config are refused with a smaller --tokens that fits. moe-layer has no emu backend: run its stages.";
+         "config are refused with a smaller --tokens that fits. moe-layer runs its five stages' kernels in turn "
+         "(each stage at its default config: the emu backend has no tables) and is validated end to end.";
 }
 
 std::string no_emu_reason(const FamilyDesc& f) {
-  return f.name + " has no emu backend: the layer runs its stages as one device pipeline, so validate the stages "
-                  "under the emulator one by one: `moebench run router|dispatch|gmm|combine --backend emu` (or "
-                  "`moebench sweep all --backend emu`)";
+  return f.name + " has no emu backend in this build (it has no cuda kernels to emulate): use --backend cpu";
 }
 
 }  // namespace moe::app

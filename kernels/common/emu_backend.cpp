@@ -35,6 +35,18 @@ DeviceInfo as_cuda() {
 
 }  // namespace
 
+double emu_seconds(const FamilyDesc& f, const Params& problem) {
+  const BackendImpl* emu = f.backend(Backend::emu);
+  if (!emu) return 0;
+  if (emu->emu_seconds) return emu->emu_seconds(problem);
+  if (!f.estimate) return 0;
+  const Cost c = f.estimate(problem);
+  double s = 0;
+  if (emu->emu_bytes_per_s > 0) s += c.bytes / emu->emu_bytes_per_s;
+  if (emu->emu_flops_per_s > 0) s += c.flops / emu->emu_flops_per_s;
+  return s;
+}
+
 BackendImpl emu_backend_over(const BackendImpl& cuda, EmuSpeed speed, decltype(BackendImpl::run) run,
                              decltype(BackendImpl::not_emulated) not_emulated) {
   BackendImpl b;

@@ -33,6 +33,10 @@ struct EmuSpeed {
   double bytes_per_s = 0, flops_per_s = 0;
 };
 
+// Expected seconds of one emulated call of one config, from the family's estimate and its emu
+// backend's speeds (0 when the family has no emu backend or states no speed).
+double emu_seconds(const FamilyDesc& f, const Params& problem);
+
 // The emu BackendImpl over `cuda`: its run replaced by `run`, `not_emulated` as given.
 BackendImpl emu_backend_over(const BackendImpl& cuda, EmuSpeed speed, decltype(BackendImpl::run) run,
                              decltype(BackendImpl::not_emulated) not_emulated = {});

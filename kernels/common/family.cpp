@@ -108,4 +108,31 @@ TensorMap allocate(const std::vector<TensorSpec>& specs) {
   return m;
 }
 
+Params fill_config(const BackendImpl& impl, const Params& problem, const Params& given, const DeviceInfo& dev,
+                   const std::string& what) {
+  Params full = given;
+  // Unset keys come from the family's default for this problem, not from spec defaults.
+  const Params def = impl.default_config(problem, dev);
+  for (auto& [k, v] : def.values())
+    if (!full.has(k)) full.set(k, v);
+  full = complete(impl.config_params, full, what);
+  if (!impl.invalid_reason) return full;
+  const std::string why = impl.invalid_reason(problem, full, dev);
+  if (why.empty()) return full;
+  // The default may be of another variant than the keys given name (gmm cuda's default is
+  // kernel=mma at decode: `kernel=wgmma` alone must not inherit mma's tile).
+  if (impl.space && !given.values().empty()) {
+    const Params named = complete(impl.config_params, given, what);
+    auto agrees = [&](const Params& c) {
+      for (auto& [k, v] : given.values())
+        if (!c.has(k) || !(c.at(k) == named.at(k))) return false;
+      return true;
+    };
+    for (bool wide : {false, true})
+      for (const Params& c : impl.space(problem, dev, wide))
+        if (agrees(c)) return c;
+  }
+  throw Error(what + " " + full.str() + " is invalid for this problem: " + why);
+}
+
 }  // namespace moe

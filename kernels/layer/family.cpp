@@ -6,6 +6,7 @@
 #include <set>
 
 #include "combine/family.hpp"
+#include "common/emu_backend.hpp"
 #include "common/problem_params.hpp"
 #include "common/rng.hpp"
 #include "common/routing_gen.hpp"
@@ -186,6 +187,24 @@ BackendImpl layer_backend(Backend b) {
   impl.run = [b](const Params& L, const Params& c, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
     run_layer(b, L, c, in, out, ctx);
   };
+  if (b == Backend::emu) {
+    impl.emu_seconds = [](const Params& L) {
+      double s = 0;
+      for (const Stage& st : layer_stages(L)) s += emu_seconds(family(st.family), st.problem);
+      return s;
+    };
+    // A stage whose main kernel is played on the host (gmm's CUTLASS GEMM) says so for the layer.
+    impl.not_emulated = [](const Params& L, const Params& c) -> std::string {
+      const auto r = cached_resolved_layer(Backend::emu, L, c, 0, 0);
+      for (std::size_t i = 0; i < r->stages.size(); ++i) {
+        const BackendImpl& si = family(r->stages[i].family).need_backend(Backend::emu);
+        if (!si.not_emulated) continue;
+        if (std::string why = si.not_emulated(r->stages[i].problem, r->choices[i].config); !why.empty())
+          return "stage " + r->stages[i].name + ": " + why;
+      }
+      return {};
+    };
+  }
   impl.plan = [b](const Params& L, const Params& c, const RefMap& in) -> std::shared_ptr<const LaunchPlan> {
     return plan_layer(b, L, cached_resolved_layer(b, L, c, ordinal_of(b), 0), in);
   };
@@ -391,6 +410,9 @@ FamilyDesc make_layer() {
   if (router_family().backend(Backend::cuda) && dispatch_family().backend(Backend::cuda) &&
       gmm_family().backend(Backend::cuda) && combine_family().backend(Backend::cuda))
     f.backends.push_back(layer_backend(Backend::cuda));
+  if (router_family().backend(Backend::emu) && dispatch_family().backend(Backend::emu) &&
+      gmm_family().backend(Backend::emu) && combine_family().backend(Backend::emu))
+    f.backends.push_back(layer_backend(Backend::emu));
   return f;
 }
 

@@ -23,15 +23,11 @@ StageChoice explicit_choice(const FamilyDesc& f, const BackendImpl& impl, const 
   StageChoice ch;
   ch.how = "explicit";
   try {
-    Params c = impl.default_config(s.problem, dev);
     std::string commas = text;
     std::replace(commas.begin(), commas.end(), ';', ',');
     const Params given = parse_assignments(impl.config_params, commas, what);
-    for (auto& [k, v] : given.values()) c.set(k, v);
-    ch.config = complete(impl.config_params, c, what + " config");
     // Checked here, not at the first launch: an invalid stage config makes the layer config invalid.
-    if (impl.invalid_reason)
-      if (std::string why = impl.invalid_reason(s.problem, ch.config, dev); !why.empty()) throw Error(why);
+    ch.config = fill_config(impl, s.problem, given, dev, "completed as");
   } catch (const Error& e) {
     throw Error(what + " config '" + text + "': " + e.what());
   }
@@ -75,7 +71,8 @@ ResolvedLayer resolve_layer(Backend b, const Params& L, const Params& config, co
     const BackendImpl& impl = f.need_backend(b);
     const std::string& text = config.s(s.name);
     StageChoice ch;
-    if (text == "auto") {
+    // The emu backend times nothing and so has no tables: its auto is the stage's default.
+    if (text == "auto" && b != Backend::emu) {
       // Quiet: five stages' full warnings ran to ~2500 characters; one short line each is said below.
       runtime::Choice c = runtime::choose_config(f, b, s.problem, dev, dirs, true);
       ch.config = std::move(c.config);
@@ -87,10 +84,10 @@ ResolvedLayer resolve_layer(Backend b, const Params& L, const Params& config, co
                      " for this problem; its default config runs";
       else if (c.how == runtime::Match::fallback)
         ch.warning = c.reason + "; its default config runs";
-    } else if (text == "default") {
+    } else if (text == "default" || text == "auto") {
       // The stage family's default config, whatever the tables say: the layer's baseline.
       ch.config = complete(impl.config_params, impl.default_config(s.problem, dev), f.name + " default config");
-      ch.how = "family default";
+      ch.how = text == "auto" ? "default" : "family default";
     } else {
       ch = explicit_choice(f, impl, s, text, dev);
     }

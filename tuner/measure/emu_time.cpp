@@ -2,20 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "common/emu_backend.hpp"
 #include "moe/error.hpp"
 #include "tuner/base/units.hpp"
 
 namespace moe::tuner {
-
-double emu_seconds(const FamilyDesc& f, const Params& problem) {
-  const BackendImpl* emu = f.backend(Backend::emu);
-  if (!emu || !f.estimate) return 0;
-  const Cost c = f.estimate(problem);
-  double s = 0;
-  if (emu->emu_bytes_per_s > 0) s += c.bytes / emu->emu_bytes_per_s;
-  if (emu->emu_flops_per_s > 0) s += c.flops / emu->emu_flops_per_s;
-  return s;
-}
 
 void check_emu_time(const FamilyDesc& f, const Params& problem, double limit_s) {
   const double s = emu_seconds(f, problem);

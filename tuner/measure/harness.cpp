@@ -30,32 +30,7 @@ Prepared prepare(const FamilyDesc& f, const Params& problem, const InputOptions&
 
 Params complete_config(const FamilyDesc& f, Backend b, const Params& problem, const Params& config,
                        const DeviceInfo& dev) {
-  const BackendImpl& impl = f.need_backend(b);
-  const std::string what = f.name + " " + std::string(backend_name(b)) + " config";
-  Params full = config;
-  // Unset keys come from the family's default for this problem, not from spec defaults.
-  const Params def = impl.default_config(problem, dev);
-  for (auto& [k, v] : def.values())
-    if (!full.has(k)) full.set(k, v);
-  full = complete(impl.config_params, full, what);
-  if (!impl.invalid_reason) return full;
-  const std::string why = impl.invalid_reason(problem, full, dev);
-  if (why.empty()) return full;
-  // The default may be of another variant than the keys given name (gmm cuda's default is
-  // kernel=mma at decode: `kernel=wgmma` alone must not inherit mma's tile): then the first config
-  // of the problem's space that agrees with every given key, curated space first.
-  if (impl.space && !config.values().empty()) {
-    const Params given = complete(impl.config_params, config, what);
-    auto agrees = [&](const Params& c) {
-      for (auto& [k, v] : config.values())
-        if (!c.has(k) || !(c.at(k) == given.at(k))) return false;
-      return true;
-    };
-    for (bool wide : {false, true})
-      for (const Params& c : impl.space(problem, dev, wide))
-        if (agrees(c)) return c;
-  }
-  throw Error(f.name + " config " + full.str() + " is invalid for this problem: " + why);
+  return fill_config(f.need_backend(b), problem, config, dev, f.name + " " + std::string(backend_name(b)) + " config");
 }
 
 namespace {

@@ -125,6 +125,8 @@ struct BackendImpl {
   // emu only: how fast the emulator gets through a problem's estimated cost (FamilyDesc::estimate)
   // on one core, so that shapes that would take minutes are refused before they start.
   double emu_bytes_per_s = 0, emu_flops_per_s = 0;
+  // emu only, where those speeds do not apply: seconds a call takes (the layer: its stages').
+  std::function<double(const Params& problem)> emu_seconds;
 };
 
 struct FamilyDesc {
@@ -152,6 +154,13 @@ struct FamilyDesc {
   const BackendImpl& need_backend(Backend b) const;  // Error when the family lacks it
   const ParamSpec* problem_param(const std::string& n) const;
 };
+
+// The config `given` names, completed: its keys over the backend's default for the problem, or,
+// where that mix is invalid (gmm's kernel=wgmma over the default's mma tile), the first config
+// of the problem's space (curated first) that agrees with every key given. Error naming `what`
+// and the reason when none is valid.
+Params fill_config(const BackendImpl& impl, const Params& problem, const Params& given, const DeviceInfo& dev,
+                   const std::string& what);
 
 // Every family, in pipeline order. Adding a family means adding it here (kernels/), not in app/.
 const std::vector<const FamilyDesc*>& families();

@@ -12,6 +12,7 @@
 
 #include "support/stage_tables.hpp"
 #include "support/temp_dirs.hpp"
+#include "common/emu_backend.hpp"
 #include "layer/stage_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
@@ -88,6 +89,30 @@ TEST(LayerStageConfigs, ExplicitTextIsParsedCheckedAndKeptPerStage) {
       EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
     }
     EXPECT_THROW(moe::tuner::complete_config(f, moe::Backend::cpu, L, c, dev), moe::Error) << bad;
+  }
+}
+
+// A stage text naming only another kernel (gmm's kernel=wgmma where the default is the mma
+// kernel) takes that kernel's first tile, as `moebench run gmm --config kernel=wgmma` does,
+// rather than the mma default's tile under it.
+TEST(LayerStageConfigs, AKernelNamedAloneTakesItsFirstTile) {
+  const moe::DeviceInfo h100 = moe::emu_device_info();
+  moe::Params L = layer_problem(20, 256);
+  L.set("intermediate", std::int64_t{128});
+  L = complete_layer(L);
+  moe::Params c = all_auto();
+  c.set("gmm_up", std::string("kernel=wgmma"));
+  const moe::ResolvedLayer r = moe::resolve_layer(moe::Backend::emu, L, c, h100, {}, true);
+  EXPECT_EQ(r.choices[2].config.s("kernel"), "wgmma");
+  EXPECT_EQ(r.choices[2].config.i("block_m") % 64, 0) << r.choices[2].config.str();
+  EXPECT_EQ(r.choices[3].config.s("kernel"), "mma");  // down stays at its default
+  // Keys no config of the space agrees with are still refused, naming the stage.
+  c.set("gmm_up", std::string("kernel=wgmma;block_m=16"));
+  try {
+    moe::resolve_layer(moe::Backend::emu, L, c, h100, {}, true);
+    ADD_FAILURE() << "kernel=wgmma;block_m=16 was accepted";
+  } catch (const moe::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer stage gmm_up"), std::string::npos) << e.what();
   }
 }
 
