@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "moe/cuda_device.hpp"
 #include "support/shell.hpp"
 #include "support/temp_dirs.hpp"
 #include "tuner/measure/json_io.hpp"
@@ -559,4 +560,23 @@ TEST(ScriptsCluster, SlurmRecipeRunsFreshMergesAndResumesARequeuedShard) {
   EXPECT_EQ(after.substr(before).find("\"cand_index\""), std::string::npos)
       << "a resumed shard re-measured a candidate:\n" << after.substr(before);
   fs::remove_all(dir);
+}
+
+// ---- scripts/gpu-check.sh: the first-run checks of docs/gpu-session.md in one command
+
+TEST(ScriptsGpuCheck, RefusesWhereNoGpuIsVisibleAndKeepsWhatItSaw) {
+  if (moe::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible: the script would run the whole GPU check";
+  const fs::path out = temp_dir("gpu-check");
+  const auto r = sh("MOEBENCH_BIN=" + quote(MOEBENCH_EXE) + " bash " + quote(kSource / "scripts" / "gpu-check.sh") + " " +
+                    quote(out / "run"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("gpu-check: no GPU visible"), std::string::npos) << r.out;
+  // The log and the device listing stay for the reader, nothing else ran.
+  EXPECT_NE(slurp(out / "run" / "log.txt").find("0 device(s) visible"), std::string::npos);
+  EXPECT_TRUE(fs::exists(out / "run" / "devices.txt"));
+  EXPECT_FALSE(fs::exists(out / "run" / "sweep"));
+  const auto usage = sh("bash " + quote(kSource / "scripts" / "gpu-check.sh"));
+  EXPECT_EQ(usage.code, 2) << usage.out;
+  EXPECT_NE(usage.out.find("usage:"), std::string::npos) << usage.out;
+  fs::remove_all(out);
 }
