@@ -14,50 +14,55 @@ bin=${MOEBENCH_BIN:-$root/build/bin/moebench}
 [ -x "$bin" ] || { echo "gpu-check: no moebench binary at $bin: run scripts/setup.sh first" >&2; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 build=$(cd "$(dirname "$bin")/.." && pwd)
-exec > >(tee -a "$out/log.txt") 2>&1
 start=$SECONDS
 step() { printf '\n=== [%ss] %s\n' "$((SECONDS - start))" "$*"; }
 jobs=${MOEBENCH_GPU_CHECK_JOBS:-6}
 test_s=${MOEBENCH_GPU_CHECK_TEST_S:-900}
-failed=0
 
-step "1. the driver and the device"
-timeout 60 "$bin" devices | tee "$out/devices.txt" || failed=1
-grep -q '^  cuda:0 ' "$out/devices.txt" || { echo "gpu-check: no GPU visible (above): nothing to check" >&2; exit 2; }
+checks() {
+  failed=0
+  step "1. the driver and the device"
+  timeout 60 "$bin" devices | tee "$out/devices.txt" || failed=1
+  grep -q '^  cuda:0 ' "$out/devices.txt" || { echo "gpu-check: no GPU visible (above): nothing to check" >&2; return 2; }
 
-step "2. the GPU tests (correctness, $jobs at a time; then the timers, alone)"
-MOEBENCH_REQUIRE_GPU=1 ctest --test-dir "$build" -L gpu -E 'Tuner|FirstContact' --timeout "$test_s" -j "$jobs" \
-  --output-on-failure > "$out/ctest-correctness.txt" 2>&1 || failed=1
-MOEBENCH_REQUIRE_GPU=1 ctest --test-dir "$build" -L gpu -R 'Tuner|FirstContact' --timeout "$test_s" -j 1 \
-  --output-on-failure > "$out/ctest-timers.txt" 2>&1 || failed=1
-grep -hE 'tests passed|\*\*\*' "$out/ctest-correctness.txt" "$out/ctest-timers.txt"
+  step "2. the GPU tests (correctness, $jobs at a time; then the timers, alone)"
+  MOEBENCH_REQUIRE_GPU=1 ctest --test-dir "$build" -L gpu -E 'Tuner|FirstContact' --timeout "$test_s" -j "$jobs" \
+    --output-on-failure > "$out/ctest-correctness.txt" 2>&1 || failed=1
+  MOEBENCH_REQUIRE_GPU=1 ctest --test-dir "$build" -L gpu -R 'Tuner|FirstContact' --timeout "$test_s" -j 1 \
+    --output-on-failure > "$out/ctest-timers.txt" 2>&1 || failed=1
+  grep -hE 'tests passed|\*\*\*' "$out/ctest-correctness.txt" "$out/ctest-timers.txt"
 
-step "3. a small sweep, read closely"
-timeout 300 "$bin" sweep gmm --model qwen3-30b-a3b --tokens 1,64 --backend cuda --out "$out/sweep" --tables "$out/sweep/configs" \
-  --progress plain > "$out/sweep.txt" 2>&1 || failed=1
-cat "$out/sweep/summary.md" 2>/dev/null
+  step "3. a small sweep, read closely"
+  timeout 300 "$bin" sweep gmm --model qwen3-30b-a3b --tokens 1,64 --backend cuda --out "$out/sweep" --tables "$out/sweep/configs" \
+    --progress plain > "$out/sweep.txt" 2>&1 || failed=1
+  cat "$out/sweep/summary.md" 2>/dev/null
 
-step "4. tables and lookup"
-timeout 60 "$bin" lookup gmm --model qwen3-30b-a3b --tokens 64 --tables "$out/sweep/configs" || failed=1
+  step "4. tables and lookup"
+  timeout 60 "$bin" lookup gmm --model qwen3-30b-a3b --tokens 64 --tables "$out/sweep/configs" || failed=1
 
-step "5. CUPTI against CUDA events at one decode point"
-for timer in cupti events; do
-  flag=()
-  [ "$timer" = events ] && flag=(--no-cupti)
-  timeout 120 "$bin" sweep gmm --model qwen3-30b-a3b --tokens 1 --backend cuda --budget 1 --strategy exhaustive --tables none \
-    --progress quiet --out "$out/timer-$timer" "${flag[@]}" > /dev/null 2>&1 || failed=1
-done
-timeout 60 "$bin" compare "$out/timer-cupti/results.json" "$out/timer-events/results.json"
+  step "5. CUPTI against CUDA events at one decode point"
+  for timer in cupti events; do
+    flag=()
+    [ "$timer" = events ] && flag=(--no-cupti)
+    timeout 120 "$bin" sweep gmm --model qwen3-30b-a3b --tokens 1 --backend cuda --budget 1 --strategy exhaustive --tables none \
+      --progress quiet --out "$out/timer-$timer" "${flag[@]}" > /dev/null 2>&1 || failed=1
+  done
+  timeout 60 "$bin" compare "$out/timer-cupti/results.json" "$out/timer-events/results.json"
 
-step "5b. the layer at one token with and without programmatic dependent launch"
-for pdl in 1 0; do
-  timeout 300 "$bin" run moe-layer --model qwen3-30b-a3b --tokens 1 --backend cuda --repeat 20 --config "pdl=$pdl" \
-    2>&1 | grep -E '^(time|validate)' || failed=1
-done
+  step "5b. the layer at one token with and without programmatic dependent launch"
+  for pdl in 1 0; do
+    timeout 300 "$bin" run moe-layer --model qwen3-30b-a3b --tokens 1 --backend cuda --repeat 20 --config "pdl=$pdl" \
+      2>&1 | grep -E '^(time|validate)' || failed=1
+  done
 
-step "6. memory limits"
-timeout 900 "$bin" run moe-layer --model kimi-k2 --tokens 32768 --backend cuda 2>&1 | grep -vE '^moebench: (note|warning)'
-timeout 900 "$bin" run moe-layer --model kimi-k2 --tokens 131072 --backend cuda 2>&1 | grep -vE '^moebench: (note|warning)'
+  step "6. memory limits"
+  timeout 900 "$bin" run moe-layer --model kimi-k2 --tokens 32768 --backend cuda 2>&1 | grep -vE '^moebench: (note|warning)'
+  timeout 900 "$bin" run moe-layer --model kimi-k2 --tokens 131072 --backend cuda 2>&1 | grep -vE '^moebench: (note|warning)'
 
-step "done (exit $failed): $out"
-exit $failed
+  step "done (exit $failed): $out"
+  return $failed
+}
+
+# Through tee in a pipe, not a process substitution: the log is complete when the script ends.
+checks 2>&1 | tee -a "$out/log.txt"
+exit "${PIPESTATUS[0]}"
