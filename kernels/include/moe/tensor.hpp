@@ -35,7 +35,7 @@ class Tensor {
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   std::int64_t numel() const { return moe::numel(shape_); }
-  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
+  std::size_t nbytes() const { return view_ ? static_cast<std::size_t>(numel()) * dtype_size(dtype_) : bytes_.size(); }
   void* raw() { return base(); }
   const void* raw() const { return base(); }
   template <class T> T* data() { return reinterpret_cast<T*>(base()); }
