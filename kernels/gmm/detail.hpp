@@ -42,7 +42,7 @@ Cost cost(const GmmSpec& s, const TensorMap& in);
 Cost estimate(const GmmSpec& s);
 
 // fp8.cpp: the block-scaled reference (fp64 on the dequantized values, h requantized as the
-// design says) and the check of a quantized h (scales within 1 ulp, codes within one step).
+// design says) and the check of a quantized h (the bounds below).
 void reference_fp8(const GmmSpec& s, const TensorMap& in, TensorMap& out, const std::vector<std::int64_t>& rows);
 Validation validate_fp8_up(const GmmSpec& s, const TensorMap& in, const TensorMap& got, const TensorMap& ref);
 // h comes out of K-long sums on the device and fp64 ones in the reference. Hopper's fp8 wgmma

@@ -100,7 +100,7 @@ Validation validate_fp8_up(const GmmSpec& s, const TensorMap& in, const TensorMa
   const auto pad = zero_rows(in.at(s.act_name()));
   return make_validation(
       check_quantized("h", got.at("h"), got.at("h_scale"), ref.at("h"), ref.at("h_scale"), s.ue8m0, &pad, kHScaleRtol,
-                                        kHRangeAtol));
+                      kHRangeAtol));
 }
 
 }  // namespace moe::gmm

@@ -339,28 +339,30 @@ FamilyDesc make_layer() {
     // Tensors move, never copy: kimi-k2's weights are 34 GB.
     Rng rng(opt.seed);
     const auto stages = layer_stages(L);
-    auto take = [&in](TensorMap& from, std::initializer_list<const char*> names) {
-      for (const char* k : names)
-        if (!in.count(k) && from.count(k)) in[k] = std::move(from.at(k));
-    };
-    auto lend = [&in](std::initializer_list<const char*> names) {
+    using Names = std::vector<std::string>;
+    // A family's make_inputs keeps what it is given: the given tensors are lent, and come back.
+    auto lend = [&in](const Names& names) {
       TensorMap m;
-      for (const char* k : names)
+      for (const std::string& k : names)
         if (in.count(k)) m[k] = std::move(in.at(k)), in.erase(k);
       return m;
     };
-    TensorMap r = lend({"logits", "bias"});
+    auto take = [&in](TensorMap& from, const Names& names) {
+      for (const std::string& k : names)
+        if (from.count(k)) in[k] = std::move(from.at(k));
+    };
+    const Names router_in{"logits", "bias"};
+    TensorMap r = lend(router_in);
     family("router").make_inputs(stages[0].problem, opt, r);
-    take(r, {"logits", "bias"});
+    take(r, router_in);
     // The gmm stages' weights depend on the seed and their shapes alone: asked for at one token,
     // gmm makes no activations the layer would throw away (17 GB of x_sorted at kimi-k2's 32k).
     InputOptions o2 = opt;
     o2.seed = opt.seed + 1;
-    for (std::size_t i : {std::size_t{2}, std::size_t{3}}) {
-      const bool up = i == 2;
-      TensorMap w = up ? lend({"w13", "w13_scale"}) : lend({"w2", "w2_scale"});
+    for (const auto& [i, names] : {std::pair<std::size_t, Names>{2, {"w13", "w13_scale"}}, {3, {"w2", "w2_scale"}}}) {
+      TensorMap w = lend(names);
       family("gmm").make_inputs(Params(stages[i].problem).set("tokens", std::int64_t{1}), o2, w);
-      take(w, up ? std::initializer_list<const char*>{"w13", "w13_scale"} : std::initializer_list<const char*>{"w2", "w2_scale"});
+      take(w, names);
     }
     if (!in.count("x")) in["x"] = random_tensor(act_dtype(L), {L.i("tokens"), L.i("hidden")}, rng);
   };
