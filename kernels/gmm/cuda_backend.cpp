@@ -79,7 +79,8 @@ Config parse_config(const Params& c) {
 }
 
 Params config_params(const Config& c) {
-  return Params{{"block_m", std::int64_t{c.shape.bm}},   {"block_n", std::int64_t{c.shape.bn}},
+  return Params{{"kernel", std::string("mma")},
+                {"block_m", std::int64_t{c.shape.bm}},   {"block_n", std::int64_t{c.shape.bn}},
                 {"block_k", std::int64_t{c.shape.bk}},   {"warps_m", std::int64_t{c.shape.warps_m}},
                 {"warps_n", std::int64_t{c.shape.warps_n}}, {"stages", std::int64_t{c.shape.stages}},
                 {"split_k", std::int64_t{c.split}},      {"group_m", std::int64_t{c.group_m}}};

@@ -437,6 +437,21 @@ TEST(GmmCudaKernel, FastDivisionMatchesDivision) {
   }
 }
 
+TEST(GmmCudaSpace, ConfigParamsNameTheMmaKernelAndRoundTrip) {
+  // What a caller builds from a Config (tests, the space, the defaults) must say which kernel it
+  // is: code that branches on `kernel` (the cuBLAS comparison, the layer) reads it unchecked.
+  for (const gmm::cuda::Config c : {gmm::cuda::Config{{16, 64, 64, 1, 4, 4}, 4, 1}, gmm::cuda::Config{{128, 128, 64, 2, 2, 3}, 1, 8}}) {
+    const Params p = gmm::cuda::config_params(c);
+    ASSERT_TRUE(p.has("kernel")) << p.str();
+    EXPECT_EQ(p.s("kernel"), "mma");
+    EXPECT_FALSE(gmm::wgmma::selected(p));
+    const gmm::cuda::Config back = gmm::cuda::parse_config(p);
+    EXPECT_EQ(back.shape, c.shape);
+    EXPECT_EQ(back.split, c.split);
+    EXPECT_EQ(back.group_m, c.group_m);
+  }
+}
+
 TEST(GmmCudaSpace, InvalidConfigsAreExplained) {
   const BackendImpl& cu = F().need_backend(Backend::cuda);
   const auto dev = described_h100();
