@@ -52,12 +52,13 @@ inline std::uint32_t smem_offset(const void* p) {
   return static_cast<std::uint32_t>(off);
 }
 
-// ---- cp.async.cg 16 bytes, commit_group, wait_group
+// ---- cp.async (.cg 16 bytes, .ca 4 bytes), commit_group, wait_group
 
 struct AsyncCopy {
   unsigned char* dst;
   const unsigned char* src;
   bool valid;  // false: zero-fill (src-size 0)
+  std::size_t bytes = 16;
 };
 struct AsyncCopies {
   std::vector<AsyncCopy> open;                 // issued, not yet committed
@@ -72,13 +73,15 @@ inline AsyncCopies& cp_async_state() {
 }
 inline void cp_async_reset() { cp_async_state() = {}; }
 
-inline void cp_async16(std::uint32_t dst, const void* src, bool valid) {
-  if (dst % 16 != 0 || dst + 16 > dynamic_smem_size()) fault("cp.async to a misaligned or out-of-range shared address");
-  if (valid && reinterpret_cast<std::uintptr_t>(src) % 16 != 0) fault("cp.async from a misaligned global address");
+inline void cp_async(std::uint32_t dst, const void* src, bool valid, std::size_t bytes) {
+  if (dst % bytes != 0 || dst + bytes > dynamic_smem_size()) fault("cp.async to a misaligned or out-of-range shared address");
+  if (valid && reinterpret_cast<std::uintptr_t>(src) % bytes != 0) fault("cp.async from a misaligned global address");
   unsigned char* d = dynamic_smem() + dst;
-  std::memset(d, 0xFF, 16);  // not there yet: NaN until the group retires
-  cp_async_state().open.push_back({d, static_cast<const unsigned char*>(src), valid});
+  std::memset(d, 0xFF, bytes);  // not there yet: NaN until the group retires
+  cp_async_state().open.push_back({d, static_cast<const unsigned char*>(src), valid, bytes});
 }
+inline void cp_async16(std::uint32_t dst, const void* src, bool valid) { cp_async(dst, src, valid, 16); }
+inline void cp_async4(std::uint32_t dst, const void* src) { cp_async(dst, src, true, 4); }
 inline void cp_async_commit() {
   auto& s = cp_async_state();
   s.groups.push_back(std::move(s.open));
@@ -89,8 +92,8 @@ inline void cp_async_wait(std::size_t n) {
   auto& s = cp_async_state();
   while (s.groups.size() > n) {
     for (auto& c : s.groups.front()) {
-      if (c.valid) std::memcpy(c.dst, c.src, 16);
-      else std::memset(c.dst, 0, 16);
+      if (c.valid) std::memcpy(c.dst, c.src, c.bytes);
+      else std::memset(c.dst, 0, c.bytes);
     }
     s.groups.pop_front();
   }

@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from static_report.cli import main  # noqa: E402
 # The pieces the tests drive on fixtures, reachable as `kernel_report.<name>` as before.
 from static_report.configs import identify  # noqa: E402,F401
+from static_report.fp8_encode import check_fp8_encode, encode_facts  # noqa: E402,F401
 from static_report.fp8_wgmma import check_fp8_wgmma, wgmma_facts  # noqa: E402,F401
 from static_report.hot_loops import first_load, gmm_loop, memory_loop  # noqa: E402,F401
 from static_report.pdl import missing_waits, pdl_of  # noqa: E402,F401

@@ -34,6 +34,10 @@ GMM_DEVICE void cp_async16(std::uint32_t dst, const void* src, bool valid) {
   const int bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
 }
+// 4 bytes global -> shared (.ca: the only cache mode with copies under 16 bytes).
+GMM_DEVICE void cp_async4(std::uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
+}
 GMM_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 GMM_DEVICE void cp_async_wait() {

@@ -47,6 +47,7 @@ inline int shfl_up(int v, int d) {
 }
 
 inline void cp_async16(std::uint32_t dst, const void* src, bool valid) { simt::ptx::cp_async16(dst, src, valid); }
+inline void cp_async4(std::uint32_t dst, const void* src) { simt::ptx::cp_async4(dst, src); }
 inline void cp_async_commit() { simt::ptx::cp_async_commit(); }
 template <int N>
 void cp_async_wait() {

@@ -24,8 +24,12 @@ constexpr int kRowBytes = kBlockK + 16;
 // (fp8_silu_quant_kernels.cuh) quantizes, reading those 8*I bytes per row back.
 inline bool fused_up(const cuda::TileShape& t) { return t.bn / 2 == 128; }
 
+// A stage's scales, copied with its slice: one x_scale per tile row, one w_scale per n8 tile.
+inline int stage_scales(const cuda::TileShape& t) { return t.bm + t.bn / 8; }
+
 inline std::size_t smem_bytes(const cuda::TileShape& t, std::int64_t experts) {
   return static_cast<std::size_t>(t.stages) * static_cast<std::size_t>(t.bm + t.bn) * kRowBytes +
+         static_cast<std::size_t>(t.stages) * static_cast<std::size_t>(stage_scales(t)) * 4 +
          static_cast<std::size_t>(experts + 1) * 4 +                         // tile prefix
          static_cast<std::size_t>(t.bm) * static_cast<std::size_t>(t.warps_n) * 4 * 4;  // fused up: amax parts
 }

@@ -40,11 +40,14 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
   constexpr int ROW_STEP = THREADS / CH;
   constexpr int A_CHUNKS = (BM * CH + THREADS - 1) / THREADS, B_CHUNKS = BN * CH / THREADS;
   constexpr bool FUSED = UP && BN / 2 == 128;
+  constexpr int SC = BM + BN / 8;  // fp8_mma::stage_scales
   static_assert(BM % 16 == 0 && WN % 16 == 0 && (BN * CH) % THREADS == 0, "whole m16 x n16 warp tiles");
+  static_assert(SC <= THREADS, "one thread copies each of a stage's scales");
   static_assert(!UP || (WN / 2) % 8 == 0, "up: each warp's gate and up halves are whole n8 tiles");
 
   unsigned char* smem = dynamic_smem();
-  int* prefix = reinterpret_cast<int*>(smem + STAGES * STAGE_BYTES);
+  float* scl = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);  // [STAGES][SC]
+  int* prefix = reinterpret_cast<int*>(scl + STAGES * SC);
   float* amax_part = reinterpret_cast<float*>(prefix + p.b.experts + 1);  // [BM][WARPS_N * 4]
 
   const int tid = thread_x(), lane = tid & 31, warp_n = tid >> 5;
@@ -95,9 +98,16 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
 #pragma unroll
     for (int i = 0; i < B_CHUNKS; ++i)
       b_src[i] = W + static_cast<long long>(weight_row(chunk_row + i * ROW_STEP)) * p.b.k_dim + kb0 * BK + chunk_k;
+    // The scales travel with their slice through the pipeline: read from global memory inside
+    // the k-loop, each slice's promotion waited a dependent load (~1 us at decode).
+    const float* sc_src = nullptr;
+    if (tid < BM) sc_src = p.act_scale + static_cast<long long>(min(row0 + tid, row_end - 1)) * KB + kb0;
+    else if (tid < SC) sc_src = p.w_scale + (static_cast<long long>(e) * NWB + weight_row((tid - BM) * 8) / BK) * KB + kb0;
     const std::uint32_t chunk_dst = smem_u32(smem + chunk_row * LDS + chunk_k);
+    const std::uint32_t sc_dst = smem_u32(scl + tid);
     auto load = [&](int stage) {
       const std::uint32_t dst = chunk_dst + stage * STAGE_BYTES;
+      if (sc_src) cp_async4(sc_dst + stage * SC * 4, sc_src++);
 #pragma unroll
       for (int i = 0; i < A_CHUNKS; ++i) {
         if ((BM * CH) % THREADS == 0 || chunk_row + i * ROW_STEP < BM) cp_async16(dst + i * ROW_STEP * LDS, a_src[i], true);
@@ -110,21 +120,10 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
       }
     };
 
-    // The scales this thread promotes with: its rows' x_scale rows, its n8 tiles' w_scale rows.
-    const float* xs_row[MT][2];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) xs_row[i][hh] = p.act_scale + static_cast<long long>(min(row0 + i * 16 + g + hh * 8, row_end - 1)) * KB;
-    const float* ws_row[NT];
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-      ws_row[j] = p.w_scale + (static_cast<long long>(e) * NWB + weight_row(warp_n * WN + j * 8) / BK) * KB;
-
     float acc[MT][NT][4];
     zero_frags(acc);
 
-    auto compute = [&](int stage, int kb) {
+    auto compute = [&](int stage) {
       const unsigned char* a_base = smem + stage * STAGE_BYTES + g * LDS + 4 * t;
       const unsigned char* b_base = a_base + A_STAGE + warp_n * WN * LDS;
       float blk[MT][NT][4];
@@ -149,12 +148,13 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
         }
       }
       // DeepGEMM-style promotion: the block's fp32 sums times its two scales, into the totals.
+      const float* sc = scl + stage * SC;  // x_scale of tile row r at r, w_scale of n8 tile q at BM + q
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
-        const float x0 = ldg(xs_row[i][0] + kb), x1 = ldg(xs_row[i][1] + kb);
+        const float x0 = sc[i * 16 + g], x1 = sc[i * 16 + g + 8];
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
-          const float w = ldg(ws_row[j] + kb);
+          const float w = sc[BM + warp_n * NT + j];
           acc[i][j][0] += blk[i][j][0] * (x0 * w);
           acc[i][j][1] += blk[i][j][1] * (x0 * w);
           acc[i][j][2] += blk[i][j][2] * (x1 * w);
@@ -176,7 +176,7 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
       sync_threads();  // slice `it` visible to all; slice it-1's stage free for reuse
       if (it + STAGES - 1 < n) load((it + STAGES - 1) % STAGES);
       cp_async_commit();
-      compute(it % STAGES, kb0 + it);
+      compute(it % STAGES);
     }
     cp_async_wait<0>();
 
@@ -215,8 +215,8 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
 #pragma unroll
           for (int j = 0; j < NOUT; ++j) {
             const int col = col_base + j * 8 + t * 2;
-            const unsigned c0 = fp8::from_float(acc[i][j][hh * 2] / scale), c1 = fp8::from_float(acc[i][j][hh * 2 + 1] / scale);
-            store_u16(p.h + static_cast<long long>(r) * p.b.n_out + col, static_cast<std::uint16_t>(c0 | c1 << 8));
+            store_u16(p.h + static_cast<long long>(r) * p.b.n_out + col,
+                      static_cast<std::uint16_t>(fp8::pack2(acc[i][j][hh * 2], acc[i][j][hh * 2 + 1], scale)));
           }
         }
     } else {

@@ -1,6 +1,7 @@
 """The CI gate: the regressions of a report against a baseline (docs/kernel-report.md, "The gate")."""
 from . import SCHEMA
 from .configs import config_str
+from .fp8_encode import check_fp8_encode
 from .fp8_wgmma import check_fp8_wgmma
 from .occupancy import occupancy_of
 from .pdl import missing_waits
@@ -82,6 +83,7 @@ def check(base, new):
             notes.append(f"not in the new report (retired or renamed): {b['name']}")
     # Rules, not comparisons: they hold for fp8 wgmma kernels the baseline has never seen too.
     bad += check_fp8_wgmma(new["kernels"])
+    bad += check_fp8_encode(new["kernels"])
     for p, b in base.get("router_best", {}).items():
         n = new.get("router_best", {}).get(p)
         if n and n["per_row"] > b["per_row"] * (1 + LOOP_GROWTH):

@@ -6,6 +6,7 @@ import os
 from . import SCHEMA
 from .configs import identify, matches
 from .cubins import read_object
+from .fp8_encode import encode_facts, writes_codes
 from .fp8_wgmma import wgmma_facts
 from .hot_loops import first_load, gmm_loop, memory_loop, vector_loop
 from .occupancy import DEVICES, REG_GRANULE, SMEM_RESERVED, occupancy_of
@@ -68,6 +69,8 @@ def kernel_entry(obj, arch, mangled, name, use, launch_bound, insns, static, sou
     }
     e["occupancy"] = occupancy_of(e)
     e["pdl"] = pdl_of(insns)
+    if writes_codes(e):
+        e["encode"] = encode_facts(insns)
     loops = loops_of(insns)
     if family == "gmm":
         e["k_loop"] = gmm_loop(insns, loops)

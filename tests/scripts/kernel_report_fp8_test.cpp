@@ -92,4 +92,62 @@ TEST(KernelReportFp8, CheckFailsOnAReportWithABrokenFp8Kernel) {
   EXPECT_NE(r.out.find("8 local memory bytes"), std::string::npos) << r.out;
 }
 
+// check_fp8_encode's lines for kernels written as a python list of dicts; `facts` python
+// computing encode_facts from a list of opcodes.
+std::string encode_problems(const std::string& kernels) {
+  const auto r = sh("cd " + quote(kScripts) + " && python3 -c \"import kernel_report as k\n"
+                    "def facts(ops): return k.encode_facts([{'op': o} for o in ops])\n"
+                    "print('|'.join(k.check_fp8_encode(" + kernels + ")))\"");
+  EXPECT_EQ(r.code, 0) << r.out;
+  return r.out;
+}
+
+TEST(KernelReportFp8, CodeWritersEncodeWithTheHardwareConversion) {
+  // The quantizing gather, the silu*up+quant pass and the fused fp8 mma up tiles write e4m3
+  // codes: with F2FP.SATFINITE.E4M3 they pass; the decoding F2FP (e4m3 -> f16) and a software
+  // rule (integer ops only) do not count; kernels that write no codes are not held to it.
+  const std::string hw = "facts(['F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C', 'LOP3.LUT'])";
+  const std::string decode_only = "facts(['F2FP.F16.E4M3.UNPACK_B', 'LOP3.LUT', 'ISETP.GT.U32.AND'])";
+  auto kernel = [](const std::string& kind, const std::string& variant, const std::string& config, const std::string& f) {
+    return "{'name': '" + kind + " fixture', 'kind': '" + kind + "', 'variant': " + variant + ", 'config': " + config +
+           ", 'encode': " + f + "}";
+  };
+  const std::string gather_fp8 = "{'dtype': 'fp8', 'order': 'row'}", up = "{'dtype': 'fp8', 'stage': 'up'}";
+  EXPECT_EQ(encode_problems("[" + kernel("gather", gather_fp8, "{}", hw) + ", " + kernel("fp8-silu-quant", up, "{}", hw) +
+                            ", " + kernel("mma-fp8", up, "{'block_n': 256}", hw) + "]"),
+            "\n");
+  const std::string sw = encode_problems("[" + kernel("gather", gather_fp8, "{}", decode_only) + "]");
+  EXPECT_NE(sw.find("fp8 encode gather fixture: writes e4m3 codes without F2FP.SATFINITE.E4M3"), std::string::npos) << sw;
+  const std::string fused = encode_problems("[" + kernel("mma-fp8", up, "{'block_n': 256}", decode_only) + "]");
+  EXPECT_NE(fused.find("fp8 encode mma-fp8 fixture"), std::string::npos) << fused;
+  const std::string none = encode_problems("[{'name': 'q', 'kind': 'fp8-silu-quant', 'variant': " + up + "}]");
+  EXPECT_NE(none.find("no conversion facts"), std::string::npos) << none;
+  // Not code writers: an unfused up tile (fp32 out), fp8 down, a bf16 gather.
+  EXPECT_EQ(encode_problems("[" + kernel("mma-fp8", up, "{'block_n': 128}", decode_only) + ", " +
+                            kernel("mma-fp8", "{'dtype': 'fp8', 'stage': 'down'}", "{'block_n': 256}", decode_only) + ", " +
+                            kernel("gather", "{'dtype': 'bf16'}", "{}", decode_only) + "]"),
+            "\n");
+}
+
+TEST(KernelReportFp8, CheckFailsOnAReportWithASoftwareEncoder) {
+  const fs::path dir = moe::testing::fresh_temp_dir("kernel-report-fp8-encode-gate");
+  const fs::path baseline = kSource / "results" / "static" / "sm90a.json";
+  json j = json::parse(slurp(baseline));
+  bool planted = false;
+  for (auto& k : j["kernels"])
+    if (k.value("kind", "") == "gather" && k["variant"].value("dtype", "") == "fp8") {
+      ASSERT_GT(k["encode"]["e4m3_converts"].get<int>(), 0) << k.dump();  // the committed build's gather
+      k["encode"]["e4m3_converts"] = 0;
+      planted = true;
+      break;
+    }
+  ASSERT_TRUE(planted);
+  std::ofstream(dir / "new.json") << j.dump();
+  const auto r = sh("python3 " + quote(kScripts / "kernel_report.py") + " --report " + quote(dir / "new.json") +
+                    " --check " + quote(baseline));
+  fs::remove_all(dir);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("writes e4m3 codes without F2FP.SATFINITE.E4M3"), std::string::npos) << r.out;
+}
+
 }  // namespace

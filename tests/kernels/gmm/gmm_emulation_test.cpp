@@ -219,6 +219,34 @@ TEST(GmmEmulation, BrokenPipelineIsCaught) {
   }
 }
 
+TEST(GmmEmulation, FourByteCopiesLandWholeAndOnlyTheirBytes) {
+  // The fp8 kernel's scales ride the pipeline as 4-byte cp.async copies: poison until the group
+  // retires, then exactly 4 bytes; a misaligned one is a fault, not a silent read.
+  alignas(16) static float scales[32];
+  for (int i = 0; i < 32; ++i) scales[i] = 0.25f * static_cast<float>(i + 1);
+  std::vector<float> seen(32, 0.0f), landed(32, 0.0f), next(32, 0.0f);
+  ASSERT_EQ(run_grid(32, 256, 1, 1, [&] {
+              const int t = simt::thread();
+              std::memset(simt::dynamic_smem() + 128 + t * 4, 0x11, 4);
+              simt::ptx::cp_async4(static_cast<std::uint32_t>(t * 4), scales + t);
+              simt::ptx::cp_async_commit();
+              std::memcpy(&seen[t], simt::dynamic_smem() + t * 4, 4);
+              simt::ptx::cp_async_wait(0);
+              simt::sync_threads();
+              std::memcpy(&landed[t], simt::dynamic_smem() + t * 4, 4);
+              std::memcpy(&next[t], simt::dynamic_smem() + 128 + t * 4, 4);
+            }),
+            "");
+  float untouched;
+  std::memset(&untouched, 0x11, 4);
+  for (int t = 0; t < 32; ++t) {
+    EXPECT_TRUE(std::isnan(seen[t])) << t;
+    EXPECT_EQ(landed[t], scales[t]) << t;
+    EXPECT_EQ(std::memcmp(&next[t], &untouched, 4), 0) << t;
+  }
+  EXPECT_NE(run_grid(1, 64, 1, 1, [&] { simt::ptx::cp_async4(2, scales); }), "");
+}
+
 TEST(GmmEmulation, EveryConfigOfTheSpaceThroughTheEmuBackend) {
   // What `moebench sweep gmm --backend emu` runs: each config of the cuda space for an H100,
   // through the harness. The wgmma configs run their setup and silu kernels and say why the
