@@ -88,3 +88,9 @@ def moe_layer(kernel, logits, bias, x, w13, w2):
     """out [T, D]; the layer's intermediates in a workspace XLA allocates."""
     args = {"logits": logits, "bias": bias, "x": x, "w13": w13, "w2": w2}
     return _call(kernel, "moe_layer", args, [1] if bias is None else [], x.shape[0], x.shape[0], workspace_at=6)[0]
+
+
+def moe_layer_fp8(kernel, logits, bias, x, w13, w13_scale, w2, w2_scale):
+    """out [T, D] bf16 from a kernel of dtype fp8: w13, w2 float8_e4m3fn with float32 128x128 block scales."""
+    args = {"logits": logits, "bias": bias, "x": x, "w13": w13, "w13_scale": w13_scale, "w2": w2, "w2_scale": w2_scale}
+    return _call(kernel, "moe_layer_fp8", args, [1] if bias is None else [], x.shape[0], x.shape[0], workspace_at=8)[0]

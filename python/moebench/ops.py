@@ -31,3 +31,9 @@ def combine(kernel, y_sorted, dst, weights, out):
 def moe_layer(kernel, logits, bias, x, w13, w2, out, workspace=None):
     """workspace: kernel.workspace_bytes(T) bytes (any dtype) for the layer's intermediates."""
     lib().moe_layer(handle(kernel), logits, bias, x, w13, w2, out, workspace)
+
+
+def moe_layer_fp8(kernel, logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace=None):
+    """A kernel of dtype fp8 (docs/fp8.md): w13, w2 float8_e4m3fn, one float32 scale per 128x128
+    block (w13_scale [E, 2I/128, D/128], w2_scale [E, D/128, I/128]); logits, x and out bf16."""
+    lib().moe_layer_fp8(handle(kernel), logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace)

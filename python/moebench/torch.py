@@ -63,8 +63,13 @@ def _ops():
                   out: Tensor, workspace: Optional[Tensor] = None) -> None:
         ops.moe_layer(_kernels[kernel], logits, bias, x, w13, w2, out, workspace)
 
+    @torch.library.custom_op(lib + "moe_layer_fp8", mutates_args=("out", "workspace"))
+    def moe_layer_fp8(kernel: int, logits: Tensor, bias: Optional[Tensor], x: Tensor, w13: Tensor, w13_scale: Tensor,
+                      w2: Tensor, w2_scale: Tensor, out: Tensor, workspace: Optional[Tensor] = None) -> None:
+        ops.moe_layer_fp8(_kernels[kernel], logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace)
+
     # The ops only write into tensors they were given: under tracing there is nothing to do.
-    for op in (router, dispatch, gmm_up, gmm_down, combine, moe_layer):
+    for op in (router, dispatch, gmm_up, gmm_down, combine, moe_layer, moe_layer_fp8):
         op.register_fake(lambda *args, **kwargs: None)
     return torch.ops.moebench
 
@@ -80,5 +85,5 @@ def _forward(name):
     return call
 
 
-router, dispatch, gmm_up, gmm_down, combine, moe_layer = map(
-    _forward, ("router", "dispatch", "gmm_up", "gmm_down", "combine", "moe_layer"))
+router, dispatch, gmm_up, gmm_down, combine, moe_layer, moe_layer_fp8 = map(
+    _forward, ("router", "dispatch", "gmm_up", "gmm_down", "combine", "moe_layer", "moe_layer_fp8"))

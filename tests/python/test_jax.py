@@ -61,3 +61,44 @@ def test_a_wrong_dtype_is_a_value_error_at_trace_time(rng):
     y = jnp.zeros((4, 16), jnp.float32) + 1
     with pytest.raises(ValueError, match=r"^combine: input 'y_sorted' has dtype f32, expected bf16"):
         jax.jit(lambda y: mj.combine(kern, y, np.zeros(4, np.int32), np.ones((2, 2), np.float32)))(y)
+
+
+def test_jit_fp8_layer_matches_the_quantized_chain(rng):
+    # The fp8 layer (docs/fp8.md) against numpy: x and h quantized per 1x128 group as the design
+    # says (scale amax/448, codes e4m3 of value/scale), fp64 products of the dequantized values.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    e4m3 = ml_dtypes.float8_e4m3fn
+    T, E, k, D, I = 6, 4, 2, 256, 128
+    kern = cpu_kernel("moe-layer", {"experts": E, "topk": k, "hidden": D, "intermediate": I, "dtype": "fp8"})
+    logits = jnp.asarray(rng.standard_normal((T, E)), jnp.bfloat16)
+    x = jnp.asarray(rng.standard_normal((T, D)) * 3, jnp.bfloat16)
+    w13 = (rng.standard_normal((E, 2 * I, D)) * 4).astype(e4m3)
+    w2 = (rng.standard_normal((E, D, I)) * 4).astype(e4m3)
+    w13_scale = (rng.random((E, 2 * I // 128, D // 128)) + 0.5).astype(np.float32) * 0.02
+    w2_scale = (rng.random((E, D // 128, I // 128)) + 0.5).astype(np.float32) * 0.02
+    out = jax.jit(lambda *a: mj.moe_layer_fp8(kern, a[0], None, *a[1:]))(
+        logits, x, jnp.asarray(w13), w13_scale, jnp.asarray(w2), w2_scale)
+    assert out.dtype == jnp.bfloat16 and out.shape == (T, D)
+
+    def quantized(v):  # rows of groups of 128, dequantized
+        g = v.reshape(v.shape[0], -1, 128).astype(np.float32)
+        s = np.maximum(np.abs(g).max(axis=2, keepdims=True), np.float32(1e-10)) / np.float32(448)
+        return ((g / s).astype(e4m3).astype(np.float64) * s).reshape(v.shape)
+
+    def blocks(w, s):  # e4m3 codes times their 128x128 block scales
+        return w.astype(np.float64) * np.repeat(np.repeat(s.astype(np.float64), 128, axis=1), 128, axis=2)
+
+    W13, W2, xq = blocks(w13, w13_scale), blocks(w2, w2_scale), quantized(as_f64(x))
+    want_w, want_ids = router_reference(as_f64(logits), k)
+    want = np.zeros((T, D))
+    for t in range(T):
+        for j, e in enumerate(want_ids[t]):
+            a = xq[t] @ W13[e].T
+            h = (a[:I] / (1 + np.exp(-a[:I])) * a[I:]).astype(np.float32)
+            want[t] += want_w[t, j] * (quantized(h[None, :])[0] @ W2[e].T)
+    rel = np.linalg.norm(as_f64(out) - want) / np.linalg.norm(want)
+    assert rel < 1e-2, rel
+    # The scales are read: other scales, another output.
+    other = jax.jit(lambda *a: mj.moe_layer_fp8(kern, a[0], None, *a[1:]))(
+        logits, x, jnp.asarray(w13), w13_scale[:, ::-1].copy(), jnp.asarray(w2), w2_scale)
+    assert np.linalg.norm(as_f64(other) - want) / np.linalg.norm(want) > 0.1
