@@ -74,14 +74,15 @@ void grouped_gemm_on_host(const wgmma::GroupArrays& g, int experts, bool bf16, b
 // The fp8 blockwise-scaled GEMM as CUTLASS runs it from the setup kernel's arrays: for each
 // 128-wide K block, the code products summed in fp32 and promoted with the row's activation
 // scale times the block's weight scale, both found through the per-expert scale layouts; the
-// routed weight in the epilogue; fp32 out.
-void grouped_gemm_fp8_on_host(const wgmma::GroupArrays& g, int experts, bool row_weight) {
+// routed weight in the epilogue; fp32 out (up) or rounded once to bf16 (down).
+void grouped_gemm_fp8_on_host(const wgmma::GroupArrays& g, int experts, bool row_weight, bool bf16_out) {
   constexpr int L = wgmma::kScaleLayoutInts;
   for (int e = 0; e < experts; ++e) {
     const int M = g.problems[3 * e], N = g.problems[3 * e + 1], K = g.problems[3 * e + 2];
     const auto* A = static_cast<const std::uint8_t*>(g.a[e]);
     const auto* B = static_cast<const std::uint8_t*>(g.b[e]);
     auto* D = static_cast<float*>(g.d[e]);
+    auto* D16 = static_cast<std::uint16_t*>(g.d[e]);
     // Layout ints: (mn, kb, 1, stride of mn, size); K is the unit-stride mode.
     const int* la = g.layout_sfa + L * e;
     const int* lb = g.layout_sfb + L * e;
@@ -95,7 +96,8 @@ void grouped_gemm_fp8_on_host(const wgmma::GroupArrays& g, int experts, bool row
           acc += block * g.sfa[e][m * la[3] + k0 / 128] * g.sfb[e][(n / 128) * lb[3] + k0 / 128];
         }
         if (row_weight) acc *= g.row_weight[e][m];
-        D[m * g.ldd[e] + n] = acc;
+        if (bf16_out) D16[m * g.ldd[e] + n] = float_to_bf16(acc);
+        else D[m * g.ldd[e] + n] = acc;
       }
   }
 }
@@ -147,8 +149,8 @@ void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long 
   std::vector<const float*> prw(E, nullptr);
   std::vector<long long> lda(E, -1), ldb(E, -1), ldd(E, -1);
   std::vector<std::uint16_t> gu(s.down || s.fp8 ? 0 : static_cast<std::size_t>(R * s.n_w()), 0x7FC1);
-  // fp8: the GEMM's fp32 rows (NaN-poisoned), the scale pointers and layouts.
-  std::vector<float> gemm32(s.fp8 ? static_cast<std::size_t>(R * s.n_w()) : 0, std::nanf(""));
+  // fp8 up: the GEMM's fp32 rows (NaN-poisoned); fp8: the scale pointers and layouts.
+  std::vector<float> gemm32(s.fp8 && !s.down ? static_cast<std::size_t>(R * s.n_w()) : 0, std::nanf(""));
   std::vector<const float*> psfa(E, nullptr), psfb(E, nullptr);
   std::vector<int> lsfa(s.fp8 ? E * wgmma::kScaleLayoutInts : 0, -7), lsfb(lsfa);
   wgmma::SetupArgs a;
@@ -165,8 +167,8 @@ void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long 
   a.g = {problems.data(), pa.data(), pb.data(), pd.data(), prw.data(), lda.data(), ldb.data(), ldd.data()};
   if (s.fp8) {
     a.in_bytes = 1;
-    a.out_bytes = sizeof(float);
-    a.out = reinterpret_cast<std::uint16_t*>(gemm32.data());
+    a.out_bytes = s.down ? 2 : sizeof(float);
+    if (!s.down) a.out = reinterpret_cast<std::uint16_t*>(gemm32.data());
     a.act_scale = need(in, s.act_scale_name()).as<const float>();
     a.weight_scale = need(in, s.weight_scale_name()).as<const float>();
     a.g.sfa = psfa.data();
@@ -178,13 +180,8 @@ void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long 
   if (E == 0) return;
   emu_launch("wgmma_setup_kernel", blocks(a.experts), emulated::kWgmmaThreads, 0, [&] { emulated::wgmma_setup_kernel(a); }, 3);
   if (s.fp8) {
-    grouped_gemm_fp8_on_host(a.g, a.experts, s.routed_weight);
-    if (s.down) {
-      const wgmma::RoundArgs r{gemm32.data(), a.offsets, dst, a.rows, a.n, a.experts};
-      emu_launch("wgmma_round_bf16_kernel", blocks(static_cast<long long>(a.rows) * (a.n / 8)), emulated::kWgmmaThreads,
-                 0, [&] { emulated::wgmma_round_bf16_kernel(r); }, 5);
-      return;
-    }
+    grouped_gemm_fp8_on_host(a.g, a.experts, s.routed_weight, s.down);
+    if (s.down) return;
     wgmma::SiluQuantLaunch q;
     q.gu = gemm32.data();
     q.offsets = a.offsets;

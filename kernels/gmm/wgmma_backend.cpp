@@ -53,10 +53,24 @@ Params config_params(const Config& c) {
                 {"schedule", std::string(c.shape.pingpong ? "pingpong" : "cooperative")}};
 }
 
+namespace {
+
+Entry with_down(Entry e, const Variant& down) {
+  if (!(down.shape == e.shape)) throw Error("gmm wgmma: an fp8 down instantiation of another shape (a bug)");
+  e.fp8_down = down;
+  return e;
+}
+
+}  // namespace
+
 const std::vector<Entry>& entries() {
-  static const std::vector<Entry> all = {entry_128x128x64_coop(), entry_128x256x64_coop(),
-                                         entry_64x128x64_pingpong(), entry_128x128x64_coop_c2x1(),
-                                         entry_fp8_128x128x128_coop_c2x1(), entry_fp8_64x128x128_pingpong()};
+  static const std::vector<Entry> all = {
+      entry_128x128x64_coop(),
+      entry_128x256x64_coop(),
+      entry_64x128x64_pingpong(),
+      entry_128x128x64_coop_c2x1(),
+      with_down(entry_fp8_128x128x128_coop_c2x1(), fp8_down_128x128x128_coop_c2x1()),
+      with_down(entry_fp8_64x128x128_pingpong(), fp8_down_64x128x128_pingpong())};
   return all;
 }
 
@@ -77,7 +91,7 @@ const Entry* find(const TileShape& t) {
 std::string built_for(DType t) {
   std::string r;
   for (auto& e : entries())
-    if (e.get(t)) r += (r.empty() ? "" : "; ") + shape_str(e.shape);
+    if (e.get(t, false)) r += (r.empty() ? "" : "; ") + shape_str(e.shape);
   return r;
 }
 
@@ -110,11 +124,11 @@ Layout layout(const GmmSpec& s, const Entry& e, std::int64_t rows, int sm_count)
   l.sfb = take(fp8_experts * sizeof(void*));
   l.layout_sfa = take(fp8_experts * kScaleLayoutInts * sizeof(int));
   l.layout_sfb = take(fp8_experts * kScaleLayoutInts * sizeof(int));
-  // up: the GEMM's gate|up rows, which the silu*up kernel turns into h; fp8 down: its fp32
-  // rows, which one pass rounds to bf16.
+  // up: the GEMM's gate|up rows (fp32 for fp8), which the silu*up kernel turns into h. Down
+  // writes y_sorted itself.
   const std::size_t out_bytes = s.fp8 ? sizeof(float) : s.elem_bytes();
-  l.gu = take(s.down && !s.fp8 ? 0 : static_cast<std::size_t>(rows) * static_cast<std::size_t>(s.n_w()) * out_bytes);
-  l.cutlass = take(e.cutlass_workspace(static_cast<int>(E), sm_count));
+  l.gu = take(s.down ? 0 : static_cast<std::size_t>(rows) * static_cast<std::size_t>(s.n_w()) * out_bytes);
+  l.cutlass = take(e.workspace_for(s.dtype, s.down)(static_cast<int>(E), sm_count));
   l.total = at;
   return l;
 }
@@ -183,14 +197,15 @@ std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& 
     return "kernel=wgmma reads rows with TMA (16-byte aligned rows): hidden (" + std::to_string(s.hidden) +
            ") and intermediate (" + std::to_string(s.intermediate) + ") must be multiples of 8";
   const Entry* e = find(c.shape);
-  if (!e || !e->get(s.dtype))
+  if (!e || !e->get(s.dtype, s.down))
     return "no " + std::string(dtype_name(s.dtype)) + " wgmma kernel is built with tile " + shape_str(c.shape) +
            "; built: " + built_for(s.dtype);
   if (dev.backend == Backend::cuda && dev.cc_major != 0 && !(dev.cc_major == 9 && dev.cc_minor == 0))
     return "kernel=wgmma needs an sm_90 (Hopper) device; " + dev.name + " is sm_" + std::to_string(dev.cc_major) +
            std::to_string(dev.cc_minor) + ": use kernel=mma";
-  if (dev.backend == Backend::cuda && dev.smem_optin > 0 && e->smem > dev.smem_optin)
-    return "wgmma tile " + shape_str(c.shape) + " needs " + std::to_string(e->smem) + " bytes of shared memory; " +
+  if (dev.backend == Backend::cuda && dev.smem_optin > 0 && e->smem_for(s.dtype, s.down) > dev.smem_optin)
+    return "wgmma tile " + shape_str(c.shape) + " needs " + std::to_string(e->smem_for(s.dtype, s.down)) +
+           " bytes of shared memory; " +
            dev.name + " allows " + std::to_string(dev.smem_optin);
   if (dev.backend == Backend::cuda && dev.sm_count > kMaxSms)
     return "kernel=wgmma sizes its workspace for at most " + std::to_string(kMaxSms) + " SMs; " + dev.name + " has " +
@@ -239,7 +254,7 @@ static std::shared_ptr<const ResolvedPlan> resolve(const GmmSpec& s, const Confi
       pa.workspace = at<void*>(workspace, p.layout.cutlass);
       pa.sm_count = sms;
       pa.device = device;
-      p.gemm = e.get(s.dtype)(pa);
+      p.gemm = e.get(s.dtype, s.down)(pa);
       return std::shared_ptr<const ResolvedPlan>(std::move(made));
     });
   }
@@ -250,21 +265,10 @@ std::size_t cached_plans() {
   return plans().size();
 }
 
-// fp8 after the GEMM: up requantizes silu(gate)*up into h + h_scale, down rounds to bf16.
-static void finish_fp8(const GmmSpec& s, const SetupArgs& sa, const RefMap& out, void* stream) {
-  const float* gemm_out = reinterpret_cast<const float*>(sa.out);
-  if (s.down) {
-    RoundArgs r;
-    r.src = gemm_out;
-    r.offsets = sa.offsets;
-    r.dst = need(out, s.out_name()).as<std::uint16_t>();
-    r.rows = sa.rows;
-    r.cols = sa.n;
-    r.experts = sa.experts;
-    return launch_round_bf16(r, stream);
-  }
+// fp8 up after the GEMM: silu(gate)*up requantized into h + h_scale.
+static void finish_fp8_up(const GmmSpec& s, const SetupArgs& sa, const RefMap& out, void* stream) {
   SiluQuantLaunch q;
-  q.gu = gemm_out;
+  q.gu = reinterpret_cast<const float*>(sa.out);
   q.offsets = sa.offsets;
   q.h = need(out, "h").as<std::uint8_t>();
   q.h_scale = need(out, "h_scale").as<float>();
@@ -281,7 +285,7 @@ std::shared_ptr<const LaunchSlot> launch_slot(const GmmSpec& s, const Config& c,
   slot->spec = s;
   slot->config = c;
   // setup, GEMM (, silu*up); a call with no rows or no local expert launches nothing.
-  slot->kernels = rows == 0 || s.e_local() == 0 ? 0 : s.down && !s.fp8 ? 2 : 3;
+  slot->kernels = rows == 0 || s.e_local() == 0 ? 0 : s.down ? 2 : 3;
   return slot;
 }
 
@@ -308,7 +312,7 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
   sa.offsets = need(in, "offsets").as<const std::int32_t>();
   sa.row_weight = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;
   std::uint16_t* dst = need(out, s.out_name()).as<std::uint16_t>();
-  sa.out = s.down && !s.fp8 ? dst : at<std::uint16_t*>(workspace, plan->layout.gu);
+  sa.out = s.down ? dst : at<std::uint16_t*>(workspace, plan->layout.gu);
   sa.rows = static_cast<int>(R);
   sa.n = static_cast<int>(s.n_w());
   sa.k = static_cast<int>(s.k_dim());
@@ -316,7 +320,7 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
   sa.g = arrays(workspace, plan->layout);
   if (s.fp8) {
     sa.in_bytes = 1;
-    sa.out_bytes = sizeof(float);
+    sa.out_bytes = s.down ? 2 : sizeof(float);
     sa.act_scale = need(in, s.act_scale_name()).as<const float>();
     sa.weight_scale = need(in, s.weight_scale_name()).as<const float>();
   }
@@ -326,17 +330,16 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
 
   launch_setup(sa, stream);
   plan->gemm->launch(stream);
-  if (s.fp8) return finish_fp8(s, sa, out, stream);
-  if (!s.down) {
-    SiluArgs si;
-    si.gu = sa.out;
-    si.offsets = sa.offsets;
-    si.h = dst;
-    si.rows = sa.rows;
-    si.inter = static_cast<int>(s.intermediate);
-    si.experts = sa.experts;
-    launch_silu(si, s.dtype == DType::bf16, stream);
-  }
+  if (s.down) return;
+  if (s.fp8) return finish_fp8_up(s, sa, out, stream);
+  SiluArgs si;
+  si.gu = sa.out;
+  si.offsets = sa.offsets;
+  si.h = dst;
+  si.rows = sa.rows;
+  si.inter = static_cast<int>(s.intermediate);
+  si.experts = sa.experts;
+  launch_silu(si, s.dtype == DType::bf16, stream);
 }
 
 }  // namespace moe::gmm::wgmma

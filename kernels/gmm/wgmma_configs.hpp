@@ -87,14 +87,6 @@ struct SiluArgs {
   int rows = 0, inter = 0, experts = 0;
 };
 
-// fp8 down: y_sorted[r, c] = bf16(src[r, c]) for the rows of every expert (cols a multiple of 8).
-struct RoundArgs {
-  const float* src = nullptr;  // [rows, cols]
-  const std::int32_t* offsets = nullptr;
-  std::uint16_t* dst = nullptr;  // [rows, cols]
-  int rows = 0, cols = 0, experts = 0;
-};
-
 // fp8 up: h + h_scale from the GEMM's fp32 gate|up rows (kernels/gmm/fp8_silu_quant_kernels.cuh).
 struct SiluQuantLaunch {
   const float* gu = nullptr;  // [rows, 2I]
@@ -109,7 +101,6 @@ struct SiluQuantLaunch {
 // their sources emulated).
 void launch_setup(const SetupArgs& a, void* stream);
 void launch_silu(const SiluArgs& a, bool bf16, void* stream);
-void launch_round_bf16(const RoundArgs& a, void* stream);
 void launch_silu_quant(const SiluQuantLaunch& a, void* stream);
 
 // A planned grouped GEMM: CUTLASS's arguments checked and its params built, shared memory
@@ -131,13 +122,30 @@ struct PlanArgs {
 
 using PlanFn = std::unique_ptr<Planned> (*)(const PlanArgs&);  // throws Error saying why not
 
+using WorkspaceFn = std::size_t (*)(int experts, int sm_count);
+
+// A second instantiation of a shape with another output (fp8 down: bf16 rows).
+struct Variant {
+  TileShape shape;
+  std::size_t smem = 0;
+  WorkspaceFn cutlass_workspace = nullptr;
+  PlanFn plan = nullptr;
+};
+
 struct Entry {
   TileShape shape;
   std::size_t smem = 0;  // the kernel's shared memory (bytes)
-  std::size_t (*cutlass_workspace)(int experts, int sm_count) = nullptr;
-  PlanFn bf16 = nullptr, f16 = nullptr, fp8 = nullptr;  // null: not built (fp8: e4m3 operands, fp32 out)
-  PlanFn get(DType t) const {
-    return t == DType::bf16 ? bf16 : t == DType::f16 ? f16 : t == DType::e4m3 ? fp8 : nullptr;
+  WorkspaceFn cutlass_workspace = nullptr;
+  // null: not built. fp8: e4m3 operands, fp32 out (up's gate|up); fp8_down: bf16 out.
+  PlanFn bf16 = nullptr, f16 = nullptr, fp8 = nullptr;
+  Variant fp8_down;
+  PlanFn get(DType t, bool down) const {
+    if (t == DType::e4m3) return down ? fp8_down.plan : fp8;
+    return t == DType::bf16 ? bf16 : t == DType::f16 ? f16 : nullptr;
+  }
+  std::size_t smem_for(DType t, bool down) const { return t == DType::e4m3 && down ? fp8_down.smem : smem; }
+  WorkspaceFn workspace_for(DType t, bool down) const {
+    return t == DType::e4m3 && down ? fp8_down.cutlass_workspace : cutlass_workspace;
   }
 };
 
@@ -149,6 +157,8 @@ Entry entry_64x128x64_pingpong();
 Entry entry_128x128x64_coop_c2x1();
 Entry entry_fp8_128x128x128_coop_c2x1();
 Entry entry_fp8_64x128x128_pingpong();
+Variant fp8_down_128x128x128_coop_c2x1();
+Variant fp8_down_64x128x128_pingpong();
 
 // A wgmma config of the cuda backend: the shape (its kernel=wgmma parameters).
 struct Config {

@@ -2,9 +2,9 @@
 // One CUTLASS sm90 ptr-array fp8 grouped GEMM with blockwise scaling (DESIGN.md 1.6):
 // acc[e] = sum over 128-wide K blocks of x_scale * w_scale * (A[e] * B[e]^T), e4m3 operands,
 // fp32 accumulation and promotion, scales K-major as the rest of moebench keeps them
-// (x_scale [R, K/128], w_scale [E, N/128, K/128]). The output is fp32: up's gate|up rows go to
-// the silu*up+requant kernel, whose h_scale must come from unrounded values; down's rows (times
-// the routed weight, in the epilogue) are rounded to bf16 once by a small pass after it.
+// (x_scale [R, K/128], w_scale [E, N/128, K/128]). Up's output is fp32: its gate|up rows go to
+// the silu*up+requant kernel, whose h_scale must come from unrounded values. Down's (OUT bf16)
+// rows are multiplied by the routed weight in fp32 and rounded to bf16 once, in the epilogue.
 // Included by exactly one translation unit per instantiation (wgmma_gemm_fp8_*.cu).
 #include <cuda_runtime.h>
 
@@ -27,7 +27,7 @@
 
 namespace moe::gmm::wgmma {
 
-template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG>
+template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG, class OUT = float>
 struct GroupedGemmFp8 {
   using Tile = cute::Shape<cute::Int<BM>, cute::Int<BN>, cute::Int<BK>>;
   using Cluster = cute::Shape<cute::Int<CM>, cute::Int<CN>, cute::_1>;
@@ -38,7 +38,7 @@ struct GroupedGemmFp8 {
                                          cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative>;
   static constexpr int kClusterM = CM, kClusterN = CN;
   static constexpr int kAlignAB = 16;  // 16 bytes of e4m3: TMA's requirement
-  static constexpr int kAlignD = 4;    // 16 bytes of fp32
+  static constexpr int kAlignD = 16 / static_cast<int>(sizeof(OUT));  // 16-byte rows
 
   // Activations: one scale per row and 128 K; weights: one per 128x128 block. Both K-major.
   using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128, cute::GMMA::Major::K, cute::GMMA::Major::K>;
@@ -47,13 +47,13 @@ struct GroupedGemmFp8 {
 
   using RowWeight = cutlass::epilogue::fusion::Sm90ColBroadcast<0, Tile, float*, float,
                                                                 cute::Stride<cute::_1, cute::_0, cute::_0>, 1>;
-  using Scale = cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, float, float,
+  using Scale = cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, OUT, float,
                                                        cutlass::FloatRoundStyle::round_to_nearest>;
   using Fusion = cutlass::epilogue::fusion::Sm90EVT<Scale, cutlass::epilogue::fusion::Sm90AccFetch, RowWeight>;
 
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
-      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::RowMajor*, kAlignD, float,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::RowMajor*, kAlignD, OUT,
       cutlass::layout::RowMajor*, kAlignD, EpiSchedule, Fusion>::CollectiveOp;
 
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
@@ -105,6 +105,7 @@ struct GroupedGemmFp8 {
   static TileShape shape() { return TileShape{BM, BN, BK, CM, CN, PINGPONG}; }
 };
 
+// Up's instantiation (fp32 out): the entry of the shape.
 template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG>
 Entry make_fp8_entry() {
   using G = GroupedGemmFp8<BM, BN, BK, CM, CN, PINGPONG>;
@@ -114,6 +115,13 @@ Entry make_fp8_entry() {
   e.cutlass_workspace = &grouped_workspace<G>;
   e.fp8 = &G::plan;
   return e;
+}
+
+// Down's instantiation (bf16 out), in its own translation unit, added to the shape's entry.
+template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG>
+Variant make_fp8_down() {
+  using G = GroupedGemmFp8<BM, BN, BK, CM, CN, PINGPONG, cutlass::bfloat16_t>;
+  return Variant{G::shape(), G::Kernel::SharedStorageSize, &grouped_workspace<G>, &G::plan};
 }
 
 }  // namespace moe::gmm::wgmma

@@ -33,7 +33,6 @@ GMM_DEVICE float to_f32(std::uint16_t bits) {
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 
 using wgmma::SetupArgs;
-using wgmma::RoundArgs;
 using wgmma::SiluArgs;
 
 constexpr int kWgmmaThreads = 256;
@@ -54,7 +53,7 @@ GMM_KERNEL(kWgmmaThreads) wgmma_setup_kernel(const SetupArgs p) {
     p.g.problems[3 * e] = end - begin;
     p.g.problems[3 * e + 1] = p.n;
     p.g.problems[3 * e + 2] = p.k;
-    // Byte offsets: the operands are 16-bit or e4m3, the output 16-bit or (fp8) fp32.
+    // Byte offsets: the operands are 16-bit or e4m3, the output 16-bit or (fp8 up) fp32.
     const auto* act = reinterpret_cast<const unsigned char*>(p.act);
     const auto* weight = reinterpret_cast<const unsigned char*>(p.weight);
     auto* out = reinterpret_cast<unsigned char*>(p.out);
@@ -103,27 +102,6 @@ GMM_KERNEL(kWgmmaThreads) wgmma_silu_kernel(const SiluArgs p) {
       h.v[j + 1] = static_cast<std::uint16_t>(packed >> 16);
     }
     store_vec8(p.h + r * p.inter + c, h);
-  }
-}
-
-// fp8 down: the GEMM's fp32 rows (routed weight applied) rounded once to bf16, eight columns
-// a thread, over the rows of every expert.
-GMM_KERNEL(kWgmmaThreads) wgmma_round_bf16_kernel(const RoundArgs p) {
-  // offsets and the GEMM's rows are earlier kernels' outputs.
-  MOE_GRID_DEPENDENCY_WAIT();
-  MOE_LAUNCH_DEPENDENTS();
-  const int used = clamp_row(ldg(p.offsets + p.experts), p.rows);
-  const int vecs = p.cols / 8;
-  const long long total = static_cast<long long>(used) * vecs;
-  for (long long i = block_x() * kWgmmaThreads + thread_x(); i < total; i += grid_x() * kWgmmaThreads) {
-    const long long at = i * 8;
-    Vec8 out;
-    for (int j = 0; j < 8; j += 2) {
-      const std::uint32_t packed = pack2<true>(p.src[at + j], p.src[at + j + 1]);
-      out.v[j] = static_cast<std::uint16_t>(packed & 0xFFFFu);
-      out.v[j + 1] = static_cast<std::uint16_t>(packed >> 16);
-    }
-    store_vec8(p.dst + at, out);
   }
 }
 

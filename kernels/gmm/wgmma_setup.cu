@@ -26,13 +26,4 @@ void launch_silu(const SiluArgs& a, bool bf16, void* stream) {
   cuda_check(cudaGetLastError(), "gmm wgmma silu*up kernel launch");
 }
 
-void launch_round_bf16(const RoundArgs& a, void* stream) {
-  const long long items = static_cast<long long>(a.rows) * (a.cols / 8);
-  if (items == 0) return;
-  RoundArgs args = a;
-  launch_kernel_args(reinterpret_cast<const void*>(&cuda::wgmma_round_bf16_kernel), blocks_for(items),
-                     cuda::kWgmmaThreads, 0, stream, args);
-  cuda_check(cudaGetLastError(), "gmm wgmma fp8 bf16 rounding kernel launch");
-}
-
 }  // namespace moe::gmm::wgmma

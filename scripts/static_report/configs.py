@@ -73,25 +73,23 @@ def identify(name, static, obj=None):
         return {"family": "dispatch", "kind": "align", "config": {"aligner": "multi"}, "variant": {"step": "scan"}}
     # CUTLASS's kernels carry no moebench template, and their names are too deep for c++filt.
     # Each wgmma instantiation is alone in its translation unit, named after its config
-    # (wgmma_gemm_[fp8_]<BM>x<BN>x<BK>_<schedule>[_c<CM>x<CN>].cu): the object names the config.
-    if "cutlass" in name and (m := re.search(r"wgmma_gemm_(fp8_)?(\d+)x(\d+)x(\d+)_(coop|pingpong)(?:_c(\d+)x\d+)?\.cu",
-                                              obj or "")):
-        fp8, m = m[1], [None] + list(m.groups()[1:])
+    # (wgmma_gemm_[fp8_]<BM>x<BN>x<BK>_<schedule>[_c<CM>x<CN>][_down].cu): the object names the
+    # config; fp8's _down unit is the bf16-output instantiation down uses.
+    if "cutlass" in name and (m := re.search(
+            r"wgmma_gemm_(fp8_)?(\d+)x(\d+)x(\d+)_(coop|pingpong)(?:_c(\d+)x\d+)?(_down)?\.cu", obj or "")):
+        fp8, down, m = m[1], m[7], [None] + list(m.groups()[1:])
         cfg = {"kernel": "wgmma", "block_m": int(m[1]), "block_n": int(m[2]), "block_k": int(m[3]),
                "cluster_m": int(m[5] or 1), "schedule": "pingpong" if m[4] == "pingpong" else "cooperative"}
         dyn = next((w["dynamic_smem_bytes"] for w in static.get("wgmma_tiles", [])
                     if all(w[k] == v for k, v in cfg.items() if k != "kernel")), None)
         bf, hf = name.find("bfloat16_t"), name.find("half_t")  # element A comes first
         dtype = "e4m3" if fp8 else "bf16" if bf != -1 and (hf == -1 or bf < hf) else "f16"
-        return {"family": "gmm", "kind": "wgmma", "config": cfg, "variant": {"dtype": dtype},
+        return {"family": "gmm", "kind": "wgmma", "config": cfg,
+                "variant": {"dtype": dtype, "stage": "down"} if down else {"dtype": dtype},
                 "dynamic_smem_bytes": dyn, "dynamic_smem_unknown": dyn is None}
     # The wgmma path's own small kernels serve every wgmma config.
     if re.search(r"wgmma_setup_kernel\(", name):
         return {"family": "gmm", "kind": "wgmma-setup", "config": {"kernel": "wgmma"}, "variant": {}}
-    if re.search(r"wgmma_round_bf16_kernel\(", name):
-        # fp8 down's last pass: the GEMM's fp32 rows rounded once to bf16.
-        return {"family": "gmm", "kind": "wgmma-round", "config": {"kernel": "wgmma"},
-                "variant": {"stage": "down", "dtype": "fp8"}}
     if (t := template_args(name, "wgmma_silu_kernel")):
         return {"family": "gmm", "kind": "wgmma-silu", "config": {"kernel": "wgmma"},
                 "variant": {"dtype": "bf16" if bool_arg(t[0]) else "f16"}}

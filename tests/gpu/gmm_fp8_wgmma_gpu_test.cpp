@@ -1,5 +1,5 @@
 // fp8 gmm on the GPU through the cuda backend's wgmma path (CUTLASS's blockwise-scaled grouped
-// GEMM, then silu*up+requant for up, bf16 rounding for down): every fp8 wgmma config against
+// GEMM, then silu*up+requant for up; down's epilogue writes bf16): every fp8 wgmma config against
 // the fp8 reference (the family's validation: h codes within one e4m3 step and scales within
 // one ulp; y_sorted by bf16's tolerance from the kernel's own quantized inputs), on ragged
 // experts and on DeepSeek-V3's EP-8 shard. Skipped where no Hopper device is visible.
