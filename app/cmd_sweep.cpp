@@ -235,7 +235,7 @@ void add_sweep_command(CLI::App& root) {
   cmd->add_option("--space", a->space, "default | full | FILE.json (a list of configs, or {family: [configs]})")
       ->default_str("default");
   cmd->add_option("--strategy", a->strategy, "exhaustive | random | halving")->default_str("halving");
-  cmd->add_option("--budget", a->budget, "TIME for the whole sweep (10m, 90s) or N candidates per point");
+  cmd->add_option("--budget", a->budget, "TIME for the whole sweep (10m, 90s; each point still times its default and two more) or N candidates per point");
   cmd->add_option("--shard", a->shard, "i/n: run the i-th of n deterministic parts (join them with `moebench merge`)")
       ->default_str("0/1");
   cmd->add_flag("--dry-run", a->dry_run, "print the expanded plan (problems x tokens x candidates, the estimated time) and run nothing");

@@ -184,6 +184,25 @@ TEST(TunerSearch, TimeBudgetStopsStartingCandidates) {
   EXPECT_LT(r.evaluated, 20);
 }
 
+TEST(TunerSearch, ASpentTimeBudgetStillRunsTheDefaultAndTwoMore) {
+  // A layer point's three candidates (stage defaults, tuned with and without PDL) all run even
+  // when the sweep's time is gone; a larger space stops right after the third.
+  for (int n : {3, 12}) {
+    for (Strategy st : {Strategy::exhaustive, Strategy::halving}) {
+      Synthetic s;
+      std::vector<double> times(static_cast<std::size_t>(n), 100);
+      auto c = make(s, times, 0);
+      SearchOptions o;
+      o.strategy = st;
+      o.rule = fast_rule();
+      o.budget_s = 1e-9;
+      const SearchResult r = search(c, o, s);
+      EXPECT_EQ(r.evaluated, 3) << n;
+      if (n > 3) EXPECT_TRUE(r.budget_hit) << n;
+    }
+  }
+}
+
 TEST(TunerSearch, FailedCandidatesAreNeverChosen) {
   Synthetic s;
   auto c = make(s, {100, 50, 60, 70, 80}, 0);
