@@ -274,12 +274,15 @@ BackendImpl cuda_backend() {
         }
     if (s.fp8)
       for (auto& c : fp8_mma::space(s, dev, full)) add(cuda::config_params(c));
-    // The Hopper grouped GEMM: its tiles are 64 or 128 rows tall, so the curated space offers it
-    // where experts have about a tile of rows.
+    // The Hopper grouped GEMM: its tiles are 32 (swapped operands), 64 or 128 rows tall, so the
+    // curated space offers each where experts have about a tile of rows.
     for (auto& e : wgmma::entries()) {
       const wgmma::Config c{e.shape};
       if (!wgmma::invalid_reason(s, c, dev).empty()) continue;
       if (!full && rows < 0.5 * e.shape.bm) continue;
+      // The swapped-operand tile serves experts of one to four of its tiles of rows (below, the
+      // mma kernel; above, the 64- and 128-row tiles). rows counts alignment padding.
+      if (!full && e.shape.swapped() && (rows < e.shape.bm || rows > 4.0 * e.shape.bm)) continue;
       add(wgmma::config_params(c));
     }
     return v;

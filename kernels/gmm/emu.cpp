@@ -54,7 +54,8 @@ const Tile& find(const cuda::TileShape& t) {
 
 // What CUTLASS does with the arrays the setup kernel wrote: D[e] = A[e] * B[e]^T, row m scaled
 // by its routed weight when the plan has them, fp32 accumulation, rounded once to the dtype.
-void grouped_gemm_on_host(const wgmma::GroupArrays& g, int experts, bool bf16, bool row_weight) {
+// Swapped: D is column-major (element m, n at n * ldd + m) and the routed weight is column n's.
+void grouped_gemm_on_host(const wgmma::GroupArrays& g, int experts, bool bf16, bool row_weight, bool swap) {
   auto f32 = [bf16](std::uint16_t v) { return bf16 ? bf16_to_float(v) : f16_to_float(v); };
   for (int e = 0; e < experts; ++e) {
     const int M = g.problems[3 * e], N = g.problems[3 * e + 1], K = g.problems[3 * e + 2];
@@ -65,8 +66,8 @@ void grouped_gemm_on_host(const wgmma::GroupArrays& g, int experts, bool bf16, b
       for (int n = 0; n < N; ++n) {
         float acc = 0;
         for (int k = 0; k < K; ++k) acc += f32(A[m * g.lda[e] + k]) * f32(B[n * g.ldb[e] + k]);
-        if (row_weight) acc *= g.row_weight[e][m];
-        D[m * g.ldd[e] + n] = bf16 ? float_to_bf16(acc) : float_to_f16(acc);
+        if (row_weight) acc *= g.row_weight[e][swap ? n : m];
+        D[swap ? n * g.ldd[e] + m : m * g.ldd[e] + n] = bf16 ? float_to_bf16(acc) : float_to_f16(acc);
       }
   }
 }
@@ -137,7 +138,7 @@ void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const Re
   emu_launch("gmm_finalize_kernel", std::min((pairs + 255) / 256, 8 * sms), 256, 0, [&] { fin(a); }, 11);
 }
 
-void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long grid) {
+void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long grid, bool swap) {
   const TensorRef& act = need(in, s.act_name());
   const auto R = act.shape.at(0);
   const bool bf16 = s.dtype == DType::bf16;
@@ -164,6 +165,7 @@ void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long 
   a.n = static_cast<int>(s.n_w());
   a.k = static_cast<int>(s.k_dim());
   a.experts = static_cast<int>(E);
+  a.swap = swap;
   a.g = {problems.data(), pa.data(), pb.data(), pd.data(), prw.data(), lda.data(), ldb.data(), ldd.data()};
   if (s.fp8) {
     a.in_bytes = 1;
@@ -193,7 +195,7 @@ void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long 
     q.ue8m0 = s.ue8m0;
     return run_silu_quant(q);
   }
-  grouped_gemm_on_host(a.g, a.experts, bf16, s.routed_weight);
+  grouped_gemm_on_host(a.g, a.experts, bf16, s.routed_weight, swap);
   if (s.down) return;
   const wgmma::SiluArgs si{gu.data(), a.offsets, dst, a.rows, static_cast<int>(s.intermediate), a.experts};
   emu_launch("wgmma_silu_kernel", blocks(static_cast<long long>(a.rows) * (si.inter / 8)), emulated::kWgmmaThreads, 0,
@@ -218,7 +220,7 @@ BackendImpl emu_backend() {
       cuda_backend(), kSpeed,
       [](const Params& problem, const Params& config, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
         const GmmSpec s = GmmSpec::parse(problem);
-        if (wgmma::selected(config)) return emu::run_wgmma(s, in, out);
+        if (wgmma::selected(config)) return emu::run_wgmma(s, in, out, 0, wgmma::parse_config(config).shape.swapped());
         if (s.fp8) return emu::run_fp8_mma(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes);
         emu::run_mma(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes);
       },

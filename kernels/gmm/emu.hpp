@@ -24,8 +24,9 @@ std::vector<cuda::TileShape> emulated_fp8_tiles();
 // The wgmma path with the CUTLASS grouped GEMM played by a host loop (the emulator cannot run
 // wgmma or TMA): the setup kernel and, for up, the silu*up kernel run emulated; the loop reads
 // only the per-expert shapes, pointers and strides the setup kernel wrote, so a wrong one fails
-// validation. `grid` caps both kernels' grids (0: as the GPU launch sizes them).
-void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long grid = 0);
+// validation. `grid` caps both kernels' grids (0: as the GPU launch sizes them). `swap`: the
+// swapped-operand kernel's arrays (a tile of fewer than 64 token rows).
+void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long grid = 0, bool swap = false);
 
 // fp8 up's silu*up + requantization kernel on the emulator (emu_silu_quant.cpp).
 void run_silu_quant(const wgmma::SiluQuantLaunch& a);

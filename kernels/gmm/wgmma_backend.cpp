@@ -20,7 +20,7 @@ namespace moe::gmm::wgmma {
 std::string shape_str(const TileShape& s) {
   return std::to_string(s.bm) + "x" + std::to_string(s.bn) + "x" + std::to_string(s.bk) +
          (s.pingpong ? " pingpong" : " cooperative") + " cluster " + std::to_string(s.cluster_m) + "x" +
-         std::to_string(s.cluster_n);
+         std::to_string(s.cluster_n) + (s.swapped() ? " swapped" : "");
 }
 
 std::vector<ParamSpec> config_params() {
@@ -69,6 +69,7 @@ const std::vector<Entry>& entries() {
       entry_128x256x64_coop(),
       entry_64x128x64_pingpong(),
       entry_128x128x64_coop_c2x1(),
+      entry_32x128x128_coop_swapped(),
       with_down(entry_fp8_128x128x128_coop_c2x1(), fp8_down_128x128x128_coop_c2x1()),
       with_down(entry_fp8_64x128x128_pingpong(), fp8_down_64x128x128_pingpong())};
   return all;
@@ -317,6 +318,7 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
   sa.n = static_cast<int>(s.n_w());
   sa.k = static_cast<int>(s.k_dim());
   sa.experts = static_cast<int>(s.e_local());
+  sa.swap = c.shape.swapped();
   sa.g = arrays(workspace, plan->layout);
   if (s.fp8) {
     sa.in_bytes = 1;

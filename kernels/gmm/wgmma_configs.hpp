@@ -21,6 +21,9 @@ struct TileShape {
   int cluster_m = 1, cluster_n = 1;
   bool pingpong = false;
   bool operator==(const TileShape&) const = default;
+  // Fewer token rows than a warpgroup's wgmma takes (64): the swapped-operand kernel, weights
+  // along CUTLASS's M (bn of them), tokens along its N (bm).
+  bool swapped() const { return bm < 64; }
 };
 std::string shape_str(const TileShape& s);  // "128x128x64 cooperative cluster 1x1"
 
@@ -65,6 +68,7 @@ struct SetupArgs {
   std::uint16_t* out = nullptr;           // [rows, n]: the GEMM's output (up: gate|up workspace)
   int rows = 0, n = 0, k = 0, experts = 0;
   int in_bytes = 2, out_bytes = 2;        // element sizes of act/weight and of out (fp8: 1 and 4)
+  bool swap = false;                      // the swapped-operand GEMM: A the weights, B the rows
   const float* act_scale = nullptr;       // fp8: [rows, k/128]
   const float* weight_scale = nullptr;    // fp8: [experts, n/128, k/128]
   GroupArrays g;
@@ -155,6 +159,7 @@ Entry entry_128x128x64_coop();
 Entry entry_128x256x64_coop();
 Entry entry_64x128x64_pingpong();
 Entry entry_128x128x64_coop_c2x1();
+Entry entry_32x128x128_coop_swapped();
 Entry entry_fp8_128x128x128_coop_c2x1();
 Entry entry_fp8_64x128x128_pingpong();
 Variant fp8_down_128x128x128_coop_c2x1();

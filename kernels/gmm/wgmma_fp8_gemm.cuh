@@ -37,6 +37,7 @@ struct GroupedGemmFp8 {
   using EpiSchedule = std::conditional_t<PINGPONG, cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong,
                                          cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative>;
   static constexpr int kClusterM = CM, kClusterN = CN;
+  static constexpr bool kSwap = false;
   static constexpr int kAlignAB = 16;  // 16 bytes of e4m3: TMA's requirement
   static constexpr int kAlignD = 16 / static_cast<int>(sizeof(OUT));  // 16-byte rows
 

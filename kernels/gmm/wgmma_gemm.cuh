@@ -5,6 +5,10 @@
 // weights when one is given, and by 1 when the column pointer is null, so one kernel per shape
 // serves both stages. Included by exactly one translation unit per instantiation (each costs
 // about a minute and 3 GB of compiler memory).
+// SWAP: the operands trade places for experts of few rows (wgmma's M is at least 64 a
+// warpgroup): D[e]^T = W[e] * X[e]^T, the weights' rows along CUTLASS's M (BM of them a tile) and
+// the tokens along its N (BN), D^T column-major, which is D row-major in the same memory; the
+// routed weights become a row broadcast. The setup kernel writes the swapped arrays.
 #include <cuda_runtime.h>
 
 #include <cute/tensor.hpp>
@@ -27,7 +31,7 @@
 
 namespace moe::gmm::wgmma {
 
-template <class Element, int BM, int BN, int BK, int CM, int CN, bool PINGPONG>
+template <class Element, int BM, int BN, int BK, int CM, int CN, bool PINGPONG, bool SWAP = false>
 struct GroupedGemm {
   using Tile = cute::Shape<cute::Int<BM>, cute::Int<BN>, cute::Int<BK>>;
   using Cluster = cute::Shape<cute::Int<CM>, cute::Int<CN>, cute::_1>;
@@ -41,16 +45,20 @@ struct GroupedGemm {
 
   // The routed weights are a column per expert (array of pointers), read one float at a time:
   // a row's weight is only 4-byte aligned. Null array: every row is scaled by 1.
-  using RowWeight = cutlass::epilogue::fusion::Sm90ColBroadcast<0, Tile, float*, float,
-                                                                cute::Stride<cute::_1, cute::_0, cute::_0>, 1>;
+  using RowWeight = std::conditional_t<
+      SWAP,
+      cutlass::epilogue::fusion::Sm90RowBroadcast<0, Tile, float*, float, cute::Stride<cute::_0, cute::_1, cute::_0>, 1>,
+      cutlass::epilogue::fusion::Sm90ColBroadcast<0, Tile, float*, float, cute::Stride<cute::_1, cute::_0, cute::_0>, 1>>;
+  using LayoutD = std::conditional_t<SWAP, cutlass::layout::ColumnMajor, cutlass::layout::RowMajor>;
+  static constexpr bool kSwap = SWAP;
   using Scale = cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, Element, float,
                                                        cutlass::FloatRoundStyle::round_to_nearest>;
   using Fusion = cutlass::epilogue::fusion::Sm90EVT<Scale, cutlass::epilogue::fusion::Sm90AccFetch, RowWeight>;
 
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
-      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::RowMajor*, kAlign,
-      Element, cutlass::layout::RowMajor*, kAlign, EpiSchedule, Fusion>::CollectiveOp;
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD*, kAlign,
+      Element, LayoutD*, kAlign, EpiSchedule, Fusion>::CollectiveOp;
 
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, cutlass::layout::RowMajor*, kAlign, Element,
@@ -66,7 +74,8 @@ struct GroupedGemm {
 
   static std::unique_ptr<Planned> plan(const PlanArgs& p) { return std::make_unique<CutlassPlan<GroupedGemm>>(p); }
 
-  static TileShape shape() { return TileShape{BM, BN, BK, CM, CN, PINGPONG}; }
+  // moebench's names: block_m counts token rows, block_n weight rows (swapped: CUTLASS's N, M).
+  static TileShape shape() { return SWAP ? TileShape{BN, BM, BK, CN, CM, PINGPONG} : TileShape{BM, BN, BK, CM, CN, PINGPONG}; }
 };
 
 template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG, bool WITH_F16>
@@ -78,6 +87,18 @@ Entry make_entry() {
   e.cutlass_workspace = &grouped_workspace<Bf16>;
   e.bf16 = &Bf16::plan;
   if constexpr (WITH_F16) e.f16 = &GroupedGemm<cutlass::half_t, BM, BN, BK, CM, CN, PINGPONG>::plan;
+  return e;
+}
+
+// The swapped-operand shape (bf16): BM weight rows by BN token rows a CUTLASS tile.
+template <int BM, int BN, int BK, bool PINGPONG>
+Entry make_swapped_entry() {
+  using G = GroupedGemm<cutlass::bfloat16_t, BM, BN, BK, 1, 1, PINGPONG, true>;
+  Entry e;
+  e.shape = G::shape();
+  e.smem = G::Kernel::SharedStorageSize;
+  e.cutlass_workspace = &grouped_workspace<G>;
+  e.bf16 = &G::plan;
   return e;
 }
 

@@ -50,15 +50,19 @@ GMM_KERNEL(kWgmmaThreads) wgmma_setup_kernel(const SetupArgs p) {
   for (long long e = block_x() * kWgmmaThreads + thread_x(); e < p.experts; e += grid_x() * kWgmmaThreads) {
     const int begin = clamp_row(ldg(p.offsets + e), p.rows);
     const int end = max(begin, clamp_row(ldg(p.offsets + e + 1), p.rows));
-    p.g.problems[3 * e] = end - begin;
-    p.g.problems[3 * e + 1] = p.n;
+    // Swapped: CUTLASS's M is the weights' n rows, its N the expert's rows; D^T column-major
+    // with leading dimension n is D row-major, so d and ldd are the same either way.
+    p.g.problems[3 * e] = p.swap ? p.n : end - begin;
+    p.g.problems[3 * e + 1] = p.swap ? end - begin : p.n;
     p.g.problems[3 * e + 2] = p.k;
     // Byte offsets: the operands are 16-bit or e4m3, the output 16-bit or (fp8 up) fp32.
     const auto* act = reinterpret_cast<const unsigned char*>(p.act);
     const auto* weight = reinterpret_cast<const unsigned char*>(p.weight);
     auto* out = reinterpret_cast<unsigned char*>(p.out);
-    p.g.a[e] = act + static_cast<long long>(begin) * p.k * p.in_bytes;
-    p.g.b[e] = weight + e * p.n * static_cast<long long>(p.k) * p.in_bytes;
+    const void* rows_of_e = act + static_cast<long long>(begin) * p.k * p.in_bytes;
+    const void* weights_of_e = weight + e * p.n * static_cast<long long>(p.k) * p.in_bytes;
+    p.g.a[e] = p.swap ? weights_of_e : rows_of_e;
+    p.g.b[e] = p.swap ? rows_of_e : weights_of_e;
     p.g.d[e] = out + static_cast<long long>(begin) * p.n * p.out_bytes;
     if (p.g.row_weight != nullptr) p.g.row_weight[e] = p.row_weight != nullptr ? p.row_weight + begin : nullptr;
     p.g.lda[e] = p.k;

@@ -34,7 +34,9 @@ typename G::Gemm::Arguments grouped_arguments(const PlanArgs& p) {
                                 cute::_1>);
   static_assert(cute::is_same_v<cute::remove_cvref_t<decltype(cute::get<0>(typename G::Kernel::InternalStrideB{}))>,
                                 int64_t>);
-  static_assert(cute::is_same_v<cute::remove_cvref_t<decltype(cute::get<0>(typename G::Kernel::InternalStrideD{}))>,
+  // D's one dynamic stride: its rows' (row-major) or, swapped, its columns' (D^T column-major).
+  static_assert(cute::is_same_v<cute::remove_cvref_t<decltype(cute::get<G::kSwap ? 1 : 0>(
+                                    typename G::Kernel::InternalStrideD{}))>,
                                 int64_t>);
   typename G::Gemm::Arguments args;
   args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;

@@ -13,7 +13,9 @@
 namespace moe::testing {
 
 // Empty: the stage passed. Otherwise the emulator's complaint or the validation summary.
-inline std::string check_wgmma_stage(const Params& problem, TensorMap given, std::uint64_t seed, long long grid) {
+// `swap`: the swapped-operand kernel's arrays and GEMM.
+inline std::string check_wgmma_stage(const Params& problem, TensorMap given, std::uint64_t seed, long long grid,
+                                     bool swap = false) {
   InputOptions o;
   o.seed = seed;
   const auto p = tuner::prepare(gmm_family(), problem, o, std::move(given));
@@ -21,7 +23,7 @@ inline std::string check_wgmma_stage(const Params& problem, TensorMap given, std
   TensorMap out = allocate(p.output_specs);
   for (auto& [n, t] : out) poison_host(t.ref());
   try {
-    gmm::emu::run_wgmma(s, refs(const_cast<TensorMap&>(p.inputs)), refs(out), grid);
+    gmm::emu::run_wgmma(s, refs(const_cast<TensorMap&>(p.inputs)), refs(out), grid, swap);
   } catch (const EmuFault& e) {
     return e.what();
   }

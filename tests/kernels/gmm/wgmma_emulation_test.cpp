@@ -59,7 +59,7 @@ std::string run_setup(const gmm::wgmma::SetupArgs& a, long long grid, std::uint3
   return run_grid(emu::kWgmmaThreads, grid, seed, [&] { emu::wgmma_setup_kernel(a); });
 }
 
-const auto check_stage = testing::check_wgmma_stage;
+using testing::check_wgmma_stage;
 
 TEST(WgmmaEmulation, BothStagesAgainstTheReference) {
   // Experts with 0, 1, 36 and 0 rows, K and N not multiples of any tile; grids of 1 CTA (the
@@ -71,8 +71,48 @@ TEST(WgmmaEmulation, BothStagesAgainstTheReference) {
         if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
         TensorMap given;
         given["offsets"] = i32_tensor({0, 0, 1, 37, 37});
-        EXPECT_EQ(check_stage(pr, std::move(given), 11, grid), "") << stage << " " << dt << " grid " << grid;
+        EXPECT_EQ(check_wgmma_stage(pr, std::move(given), 11, grid), "") << stage << " " << dt << " grid " << grid;
       }
+}
+
+TEST(WgmmaEmulation, SwappedOperandsAgainstTheReference) {
+  // The swapped-operand tile's arrays (weights as A, the expert's rows as B, D^T column-major,
+  // the routed weight per column): empty experts, one row, ragged and padded segments, both
+  // stages, grids of 1 and 7.
+  for (const char* stage : {"up", "down"})
+    for (long long grid : {1LL, 7LL}) {
+      Params pr = gmm_problem(19, 4, 2, 0, 72, 40, 1, stage);
+      if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
+      TensorMap given;
+      given["offsets"] = i32_tensor({0, 0, 1, 37, 37});
+      EXPECT_EQ(check_wgmma_stage(pr, std::move(given), 12, grid, true), "") << stage << " grid " << grid;
+      Params padded = gmm_problem(40, 6, 2, 1, 64, 48, 8, stage);
+      if (std::string(stage) == "down") padded.set("routed_weight", std::int64_t{1});
+      EXPECT_EQ(check_wgmma_stage(padded, {}, 22, grid, true), "") << stage << " grid " << grid;
+    }
+  // The arrays themselves: CUTLASS's M is the weights' rows, N the expert's rows.
+  Arrays arr(3);
+  std::vector<std::int32_t> off = {0, 5, 5, 12};
+  gmm::wgmma::SetupArgs a;
+  alignas(16) static std::uint16_t act[12 * 8], w[3 * 16 * 8], out[12 * 16];
+  a.act = act;
+  a.weight = w;
+  a.offsets = off.data();
+  a.out = out;
+  a.rows = 12;
+  a.n = 16;
+  a.k = 8;
+  a.experts = 3;
+  a.swap = true;
+  a.g = arr.view();
+  ASSERT_EQ(run_setup(a, 1), "");
+  for (int e = 0; e < 3; ++e) {
+    EXPECT_EQ(arr.problems[3 * e], 16) << e;
+    EXPECT_EQ(arr.problems[3 * e + 1], off[e + 1] - off[e]) << e;
+    EXPECT_EQ(arr.a[e], w + e * 16 * 8) << e;
+    EXPECT_EQ(arr.b[e], act + off[e] * 8) << e;
+    EXPECT_EQ(arr.d[e], out + off[e] * 16) << e;
+  }
 }
 
 TEST(WgmmaEmulation, RaggedPaddedAndOneExpertWithEveryRow) {
@@ -80,13 +120,13 @@ TEST(WgmmaEmulation, RaggedPaddedAndOneExpertWithEveryRow) {
     // Generated routing with block padding (align 8: padding rows are zero and must come out 0).
     Params pr = gmm_problem(40, 6, 2, 1, 64, 48, 8, stage);
     if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
-    EXPECT_EQ(check_stage(pr, {}, 21, 2), "") << stage;
+    EXPECT_EQ(check_wgmma_stage(pr, {}, 21, 2), "") << stage;
     // Top-1 routing of 64 tokens over 16 experts: uneven counts.
-    EXPECT_EQ(check_stage(gmm_problem(64, 16, 1, 0, 32, 24, 1, stage), {}, 4, 3), "") << stage;
+    EXPECT_EQ(check_wgmma_stage(gmm_problem(64, 16, 1, 0, 32, 24, 1, stage), {}, 4, 3), "") << stage;
     // One expert holds every row.
     TensorMap given;
     given["offsets"] = i32_tensor({0, 0, 0, 24, 24});
-    EXPECT_EQ(check_stage(gmm_problem(12, 4, 2, 0, 32, 16, 1, stage), std::move(given), 5, 1), "") << stage;
+    EXPECT_EQ(check_wgmma_stage(gmm_problem(12, 4, 2, 0, 32, 16, 1, stage), std::move(given), 5, 1), "") << stage;
   }
 }
 

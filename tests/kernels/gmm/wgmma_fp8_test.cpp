@@ -106,7 +106,7 @@ TEST(WgmmaFp8Configs, RefusalsNameWhy) {
   EXPECT_EQ(wgmma_configs, 2);
 }
 
-const auto check_stage = testing::check_wgmma_stage;
+using testing::check_wgmma_stage;
 
 TEST(WgmmaFp8Emulation, BothStagesAgainstTheReference) {
   // Experts with 0, 1, 21 and 0 rows; K over two and three scale blocks; both scale formats;
@@ -116,14 +116,14 @@ TEST(WgmmaFp8Emulation, BothStagesAgainstTheReference) {
       for (long long grid : {1LL, 7LL}) {
         TensorMap given;
         given["offsets"] = i32_tensor({0, 0, 1, 22, 22});
-        EXPECT_EQ(check_stage(fp8_problem(11, 4, 2, 256, 384, 1, stage, fmt), std::move(given), 13, grid), "")
+        EXPECT_EQ(check_wgmma_stage(fp8_problem(11, 4, 2, 256, 384, 1, stage, fmt), std::move(given), 13, grid), "")
             << stage << " " << fmt << " grid " << grid;
       }
 }
 
 TEST(WgmmaFp8Emulation, RoutedAndPaddedRows) {
   // Generated routing with block padding (padding rows quantize to zero and must come out 0).
-  for (const char* stage : {"up", "down"}) EXPECT_EQ(check_stage(fp8_problem(24, 6, 2, 256, 256, 8, stage), {}, 29, 0), "") << stage;
+  for (const char* stage : {"up", "down"}) EXPECT_EQ(check_wgmma_stage(fp8_problem(24, 6, 2, 256, 256, 8, stage), {}, 29, 0), "") << stage;
 }
 
 TEST(WgmmaFp8Emulation, SetupWritesScalePointersAndLayouts) {

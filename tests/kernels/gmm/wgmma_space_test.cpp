@@ -24,10 +24,11 @@ Params problem(std::int64_t T, const char* stage = "up", const char* dt = "bf16"
   return complete(gmm_family().problem_params, gmm_problem(T, 128, 8, 0, D, I, 16, stage, dt), "gmm");
 }
 
-// The shapes built for bf16 (the fp8 ones are tests/kernels/gmm/wgmma_fp8_test.cpp's).
-std::size_t bf16_entries() {
+// The shapes built for bf16 (the fp8 ones are tests/kernels/gmm/wgmma_fp8_test.cpp's), and
+// those of them whose tiles are 64 rows or more (not the swapped-operand one).
+std::size_t bf16_entries(bool with_swapped = true) {
   std::size_t n = 0;
-  for (const auto& e : gmm::wgmma::entries()) n += e.bf16 != nullptr;
+  for (const auto& e : gmm::wgmma::entries()) n += e.bf16 != nullptr && (with_swapped || !e.shape.swapped());
   return n;
 }
 
@@ -68,7 +69,10 @@ TEST(WgmmaSpace, PrefillOffersEveryBuiltShapeDecodeNone) {
     EXPECT_EQ(c.i("stages"), 3);
   }
   EXPECT_EQ(keys.size(), full.size());
-  EXPECT_EQ(wgmma_in(cu().space(problem(16384), dev, false)).size(), full.size());
+  // Prefill's curated space: every tile but the swapped-operand one (32 token rows a tile).
+  const auto curated = wgmma_in(cu().space(problem(16384), dev, false));
+  EXPECT_EQ(curated.size(), bf16_entries(false));
+  for (auto& c : curated) EXPECT_GE(c.i("block_m"), 64) << c.str();
   // Decode: a 64-row tile for a row or two per expert is left to the full space.
   EXPECT_TRUE(wgmma_in(cu().space(problem(1), dev, false)).empty());
   EXPECT_EQ(wgmma_in(cu().space(problem(1), dev, true)).size(), full.size());
@@ -134,8 +138,32 @@ TEST(WgmmaSpace, PresetsPrefillOfferWgmmaWithExpertParallelism) {
       pr.set("expert_begin", std::int64_t{0});
       pr.set("expert_end", E / 8);
       pr = complete(gmm_family().problem_params, pr, "gmm");
-      EXPECT_EQ(wgmma_in(cu().space(pr, dev, false)).size(), bf16_entries()) << pr.str();
+      EXPECT_EQ(wgmma_in(cu().space(pr, dev, false)).size(), bf16_entries(false)) << pr.str();
     }
+}
+
+TEST(WgmmaSpace, ExpertsOfAFewDozenRowsAreOfferedTheSwappedOperandTile) {
+  // 128 experts, top-8, align 16: T=512 is 32 rows an expert (47 with padding). The curated
+  // space offers the 32-row (swapped) tile and the 64-row one, not the 128-row ones; at T=64
+  // (4 rows, 19 padded) none; at T=1024 (79 padded) the swapped one still, at T=4096 no more.
+  const auto dev = described_h100();
+  auto rows_of = [&](std::int64_t T) {
+    std::set<std::int64_t> v;
+    for (auto& c : wgmma_in(cu().space(problem(T), dev, false))) v.insert(c.i("block_m"));
+    return v;
+  };
+  EXPECT_EQ(rows_of(512), (std::set<std::int64_t>{32, 64}));
+  EXPECT_TRUE(rows_of(64).empty());
+  EXPECT_EQ(rows_of(1024).count(32), 1u);
+  EXPECT_EQ(rows_of(4096).count(32), 0u);
+  // What it is: bf16 only (f16 and fp8 name what is built), described as swapped.
+  Params sw = wg(32, 128);
+  sw.set("block_k", std::int64_t{128});
+  EXPECT_EQ(cu().invalid_reason(problem(512), sw, dev), "");
+  EXPECT_NE(cu().invalid_reason(problem(512, "up", "f16"), sw, dev).find("no f16 wgmma kernel"), std::string::npos);
+  const gmm::wgmma::Config c = gmm::wgmma::parse_config(sw);
+  EXPECT_TRUE(c.shape.swapped());
+  EXPECT_EQ(gmm::wgmma::shape_str(c.shape), "32x128x128 cooperative cluster 1x1 swapped");
 }
 
 }  // namespace
