@@ -68,6 +68,7 @@ const std::vector<Entry>& entries() {
       entry_128x128x64_coop(),
       entry_128x256x64_coop(),
       entry_64x128x64_pingpong(),
+      entry_64x256x64_pingpong(),
       entry_128x128x64_coop_c2x1(),
       entry_32x128x128_coop_swapped(),
       with_down(entry_fp8_128x128x128_coop_c2x1(), fp8_down_128x128x128_coop_c2x1()),

@@ -158,6 +158,7 @@ const std::vector<Entry>& entries();
 Entry entry_128x128x64_coop();
 Entry entry_128x256x64_coop();
 Entry entry_64x128x64_pingpong();
+Entry entry_64x256x64_pingpong();
 Entry entry_128x128x64_coop_c2x1();
 Entry entry_32x128x128_coop_swapped();
 Entry entry_fp8_128x128x128_coop_c2x1();
