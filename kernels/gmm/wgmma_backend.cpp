@@ -26,8 +26,9 @@ std::string shape_str(const TileShape& s) {
 std::vector<ParamSpec> config_params() {
   return {choice_param("kernel", "mma", {"mma", "wgmma"},
                        "mma: hand-written mma.sync kernel (fused silu*up; any sm_80+); wgmma: CUTLASS wgmma+TMA "
-                       "grouped GEMM (sm_90 only; block_m/n/k, cluster_m, schedule)"),
+                       "grouped GEMM (sm_90 only; block_m/n/k, cluster_m, cluster_n, schedule)"),
           int_param("cluster_m", 1, 1, 2, "kernel=wgmma: CTAs per cluster along M, sharing weight tiles (1,2)"),
+          int_param("cluster_n", 1, 1, 2, "kernel=wgmma: CTAs per cluster along N, sharing activation tiles (1,2)"),
           choice_param("schedule", "cooperative", {"cooperative", "pingpong"},
                        "kernel=wgmma: consumer warpgroups share a tile (cooperative) or alternate tiles (pingpong)")};
 }
@@ -40,6 +41,7 @@ Config parse_config(const Params& c) {
   r.shape.bn = static_cast<int>(c.i("block_n"));
   r.shape.bk = static_cast<int>(c.i("block_k"));
   r.shape.cluster_m = c.has("cluster_m") ? static_cast<int>(c.i("cluster_m")) : 1;
+  r.shape.cluster_n = c.has("cluster_n") ? static_cast<int>(c.i("cluster_n")) : 1;
   r.shape.pingpong = c.has("schedule") && c.s("schedule") == "pingpong";
   return r;
 }
@@ -50,6 +52,7 @@ Params config_params(const Config& c) {
                 {"block_n", std::int64_t{c.shape.bn}},
                 {"block_k", std::int64_t{c.shape.bk}},
                 {"cluster_m", std::int64_t{c.shape.cluster_m}},
+                {"cluster_n", std::int64_t{c.shape.cluster_n}},
                 {"schedule", std::string(c.shape.pingpong ? "pingpong" : "cooperative")}};
 }
 
@@ -70,6 +73,7 @@ const std::vector<Entry>& entries() {
       entry_64x128x64_pingpong(),
       entry_64x256x64_pingpong(),
       entry_128x128x64_coop_c2x1(),
+      entry_128x256x64_coop_c1x2(),
       entry_32x128x128_coop_swapped(),
       with_down(entry_fp8_128x128x128_coop_c2x1(), fp8_down_128x128x128_coop_c2x1()),
       with_down(entry_fp8_64x128x128_pingpong(), fp8_down_64x128x128_pingpong())};

@@ -160,6 +160,7 @@ Entry entry_128x256x64_coop();
 Entry entry_64x128x64_pingpong();
 Entry entry_64x256x64_pingpong();
 Entry entry_128x128x64_coop_c2x1();
+Entry entry_128x256x64_coop_c1x2();
 Entry entry_32x128x128_coop_swapped();
 Entry entry_fp8_128x128x128_coop_c2x1();
 Entry entry_fp8_64x128x128_pingpong();
@@ -171,13 +172,13 @@ struct Config {
   TileShape shape;
 };
 // The cuda backend's `kernel` parameter names the implementation; these are the parameters
-// only kernel=wgmma reads (cluster_m, schedule), and the names only kernel=mma reads.
+// only kernel=wgmma reads (cluster_m, cluster_n, schedule), and the names only kernel=mma reads.
 std::vector<ParamSpec> config_params();
 inline const std::vector<std::string> kMmaOnly = {"warps_m", "warps_n", "stages", "split_k", "group_m"};
-inline const std::vector<std::string> kWgmmaOnly = {"cluster_m", "schedule"};
+inline const std::vector<std::string> kWgmmaOnly = {"cluster_m", "cluster_n", "schedule"};
 bool selected(const Params& config);  // kernel=wgmma (a config without `kernel` is mma)
 Config parse_config(const Params& config);
-Params config_params(const Config& c);  // kernel, block_m/n/k, cluster_m, schedule
+Params config_params(const Config& c);  // kernel, block_m/n/k, cluster_m/n, schedule
 // The config's workspace: the per-expert arrays, CUTLASS's tensor maps and (up) the gate|up
 // rows of the most rows the problem can have. `sm_count` 0: the largest Hopper part.
 std::size_t workspace_bytes(const GmmSpec& s, const Config& c, int sm_count = 0);

@@ -76,10 +76,11 @@ def identify(name, static, obj=None):
     # (wgmma_gemm_[fp8_]<BM>x<BN>x<BK>_<schedule>[_c<CM>x<CN>][_down].cu): the object names the
     # config; fp8's _down unit is the bf16-output instantiation down uses.
     if "cutlass" in name and (m := re.search(
-            r"wgmma_gemm_(fp8_)?(\d+)x(\d+)x(\d+)_(coop|pingpong)(?:_c(\d+)x\d+)?(_down)?\.cu", obj or "")):
-        fp8, down, m = m[1], m[7], [None] + list(m.groups()[1:])
+            r"wgmma_gemm_(fp8_)?(\d+)x(\d+)x(\d+)_(coop|pingpong)(?:_c(\d+)x(\d+))?(_down)?\.cu", obj or "")):
+        fp8, down, m = m[1], m[8], [None] + list(m.groups()[1:])
         cfg = {"kernel": "wgmma", "block_m": int(m[1]), "block_n": int(m[2]), "block_k": int(m[3]),
-               "cluster_m": int(m[5] or 1), "schedule": "pingpong" if m[4] == "pingpong" else "cooperative"}
+               "cluster_m": int(m[5] or 1), "cluster_n": int(m[6] or 1),
+               "schedule": "pingpong" if m[4] == "pingpong" else "cooperative"}
         dyn = next((w["dynamic_smem_bytes"] for w in static.get("wgmma_tiles", [])
                     if all(w[k] == v for k, v in cfg.items() if k != "kernel")), None)
         bf, hf = name.find("bfloat16_t"), name.find("half_t")  # element A comes first

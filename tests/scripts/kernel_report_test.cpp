@@ -368,7 +368,7 @@ TEST(KernelReport, ReadsAWarpSpecializedWgmmaKernel) {
   std::string out;
   const json j = on_fixture("warp_specialized.sass",
                             "i = f['_Z17fixture_ws_kernelv']; n = 'void cutlass::device_kernel<X<cutlass::bfloat16_t> >(int)'; "
-                            "st = {'wgmma_tiles': [{'block_m': 128, 'block_n': 256, 'block_k': 64, 'cluster_m': 2, "
+                            "st = {'wgmma_tiles': [{'block_m': 128, 'block_n': 256, 'block_k': 64, 'cluster_m': 2, 'cluster_n': 1, "
                             "'schedule': 'cooperative', 'dynamic_smem_bytes': 1234}]}; "
                             "print(json.dumps({'loop': k.gmm_loop(i, k.loops_of(i)), "
                             "'id': k.identify(n, st, 'CMakeFiles/x.dir/kernels/gmm/wgmma_gemm_128x256x64_coop_c2x1.cu.o'), "
@@ -387,7 +387,7 @@ TEST(KernelReport, ReadsAWarpSpecializedWgmmaKernel) {
   EXPECT_EQ(j["id"]["family"], "gmm");
   EXPECT_EQ(j["id"]["kind"], "wgmma");
   EXPECT_EQ(j["id"]["config"], json({{"kernel", "wgmma"}, {"block_m", 128}, {"block_n", 256}, {"block_k", 64},
-                                     {"cluster_m", 2}, {"schedule", "cooperative"}})) << out;
+                                     {"cluster_m", 2}, {"cluster_n", 1}, {"schedule", "cooperative"}})) << out;
   EXPECT_EQ(j["id"]["variant"]["dtype"], "bf16");
   EXPECT_EQ(j["id"]["dynamic_smem_bytes"], 1234);
   // Elsewhere a CUTLASS kernel is still gmm's, but with no config: listed as unmapped.

@@ -69,6 +69,7 @@ json kernel_static_inputs() {
   for (const auto& e : gmm::wgmma::entries()) {
     const auto& s = e.shape;
     wgmma_tiles.push_back({{"block_m", s.bm}, {"block_n", s.bn}, {"block_k", s.bk}, {"cluster_m", s.cluster_m},
+                           {"cluster_n", s.cluster_n},
                            {"schedule", s.pingpong ? "pingpong" : "cooperative"},
                            {"dynamic_smem_bytes", e.smem}});
   }

@@ -100,10 +100,11 @@ class WgmmaClusters : public ::testing::Test {
     set_cuda_runtime_calls_for_testing(&kClusterFake);
   }
   void TearDown() override { set_cuda_runtime_calls_for_testing(nullptr); }
-  static const gmm::wgmma::Entry& two_by_one() {
+  static const gmm::wgmma::Entry& two_by_one() { return clustered(2, 1); }
+  static const gmm::wgmma::Entry& clustered(int m, int n) {
     for (const auto& e : gmm::wgmma::entries())
-      if (e.shape.cluster_m * e.shape.cluster_n == 2) return e;
-    throw Error("no 2x1 cluster entry is built");
+      if (e.shape.cluster_m == m && e.shape.cluster_n == n && e.bf16) return e;
+    throw Error("no bf16 " + std::to_string(m) + "x" + std::to_string(n) + " cluster entry is built");
   }
   static gmm::wgmma::PlanArgs args() {
     static std::vector<char> arrays(1 << 16);
@@ -145,6 +146,23 @@ TEST_F(WgmmaClusters, TwoByOneClusterCountComesFromTheOccupancyQuery) {
   } catch (const Error&) {
   }
   EXPECT_EQ(cluster_queries.size(), 1u);
+}
+
+TEST_F(WgmmaClusters, OneByTwoClusterAsksForItsOwnShape) {
+  // The N-cluster tile (two CTAs sharing an activation tile) asks for a 1x2 cluster, not 2x1.
+  const gmm::wgmma::Entry& e = clustered(1, 2);
+  clusters_fit = 66;
+  try {
+    e.bf16(args());
+  } catch (const Error&) {
+  }
+  ASSERT_EQ(cluster_queries.size(), 1u);
+  EXPECT_EQ(cluster_queries[0].x, 1);
+  EXPECT_EQ(cluster_queries[0].y, 2);
+  EXPECT_EQ(cluster_queries[0].smem, e.smem);
+  const Params c = gmm::wgmma::config_params(gmm::wgmma::Config{e.shape});
+  EXPECT_EQ(c.i("cluster_n"), 2);
+  EXPECT_EQ(gmm::wgmma::parse_config(c).shape, e.shape);
 }
 
 TEST_F(WgmmaClusters, NoClusterFitsIsACleanError) {
