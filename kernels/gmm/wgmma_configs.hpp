@@ -164,7 +164,9 @@ Entry entry_128x256x64_coop_c1x2();
 Entry entry_32x128x128_coop_swapped();
 Entry entry_fp8_128x128x128_coop_c2x1();
 Entry entry_fp8_64x128x128_pingpong();
+Entry entry_fp8_128x128x128_coop_c1x2();
 Variant fp8_down_128x128x128_coop_c2x1();
+Variant fp8_down_128x128x128_coop_c1x2();
 Variant fp8_down_64x128x128_pingpong();
 
 // A wgmma config of the cuda backend: the shape (its kernel=wgmma parameters).

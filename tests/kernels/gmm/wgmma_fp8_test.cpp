@@ -59,7 +59,8 @@ TEST(WgmmaFp8Configs, TheSpaceHoldsTheFp8GroupedGemmsAndThePrefillDefaultIsOne) 
       if (c.s("kernel") != "wgmma") continue;  // the fp8 mma kernel's tiles (gmm_fp8_test.cpp)
       shapes.push_back(gmm::wgmma::shape_str(gmm::wgmma::parse_config(c).shape));
     }
-    EXPECT_EQ(shapes, (std::vector<std::string>{"128x128x128 cooperative cluster 2x1", "64x128x128 pingpong cluster 1x1"}))
+    EXPECT_EQ(shapes, (std::vector<std::string>{"128x128x128 cooperative cluster 2x1", "64x128x128 pingpong cluster 1x1",
+                                                "128x128x128 cooperative cluster 1x2"}))
         << stage;
     const Params d = cuda.default_config(p, hopper());
     EXPECT_EQ(d.s("kernel"), "wgmma") << d.str();
@@ -86,7 +87,8 @@ TEST(WgmmaFp8Configs, RefusalsNameWhy) {
   const std::string bf16_tile = cuda.invalid_reason(fp8, wgmma_config(128, 128, 64, 1, false), hopper());
   EXPECT_NE(bf16_tile.find("no e4m3 wgmma kernel is built with tile 128x128x64 cooperative cluster 1x1"),
             std::string::npos) << bf16_tile;
-  EXPECT_NE(bf16_tile.find("built: 128x128x128 cooperative cluster 2x1; 64x128x128 pingpong cluster 1x1"),
+  EXPECT_NE(bf16_tile.find("built: 128x128x128 cooperative cluster 2x1; 64x128x128 pingpong cluster 1x1; "
+                           "128x128x128 cooperative cluster 1x2"),
             std::string::npos) << bf16_tile;
   const Params bf16 = complete(gmm_family().problem_params, gmm_problem(64, 8, 2, 0, 256, 256, 1), "gmm");
   const std::string fp8_tile = cuda.invalid_reason(bf16, wgmma_config(64, 128, 128, 1, true), hopper());
@@ -100,10 +102,10 @@ TEST(WgmmaFp8Configs, RefusalsNameWhy) {
   small.smem_optin = 48 * 1024;
   const std::string smem = cuda.invalid_reason(fp8, wgmma_config(128, 128, 128, 2, false), small);
   EXPECT_NE(smem.find("bytes of shared memory"), std::string::npos) << smem;
-  // Both fp8 grouped GEMM tiles are in the full space (beside the fp8 mma kernel's tiles).
+  // Every fp8 grouped GEMM shape is in the full space (beside the fp8 mma kernel's tiles).
   int wgmma_configs = 0;
   for (const Params& c : cuda.space(fp8, hopper(), true)) wgmma_configs += c.s("kernel") == "wgmma";
-  EXPECT_EQ(wgmma_configs, 2);
+  EXPECT_EQ(wgmma_configs, 3);
 }
 
 using testing::check_wgmma_stage;
