@@ -110,10 +110,7 @@ struct GroupedGemmFp8 {
 template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG>
 Entry make_fp8_entry() {
   using G = GroupedGemmFp8<BM, BN, BK, CM, CN, PINGPONG>;
-  Entry e;
-  e.shape = G::shape();
-  e.smem = G::Kernel::SharedStorageSize;
-  e.cutlass_workspace = &grouped_workspace<G>;
+  Entry e = described<G>();
   e.fp8 = &G::plan;
   return e;
 }
@@ -122,7 +119,9 @@ Entry make_fp8_entry() {
 template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG>
 Variant make_fp8_down() {
   using G = GroupedGemmFp8<BM, BN, BK, CM, CN, PINGPONG, cutlass::bfloat16_t>;
-  return Variant{G::shape(), G::Kernel::SharedStorageSize, &grouped_workspace<G>, &G::plan};
+  Variant v = described<G, Variant>();
+  v.plan = &G::plan;
+  return v;
 }
 
 }  // namespace moe::gmm::wgmma

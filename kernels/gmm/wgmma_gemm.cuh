@@ -81,10 +81,7 @@ struct GroupedGemm {
 template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG, bool WITH_F16>
 Entry make_entry() {
   using Bf16 = GroupedGemm<cutlass::bfloat16_t, BM, BN, BK, CM, CN, PINGPONG>;
-  Entry e;
-  e.shape = Bf16::shape();
-  e.smem = Bf16::Kernel::SharedStorageSize;
-  e.cutlass_workspace = &grouped_workspace<Bf16>;
+  Entry e = described<Bf16>();
   e.bf16 = &Bf16::plan;
   if constexpr (WITH_F16) e.f16 = &GroupedGemm<cutlass::half_t, BM, BN, BK, CM, CN, PINGPONG>::plan;
   return e;
@@ -94,10 +91,7 @@ Entry make_entry() {
 template <int BM, int BN, int BK, bool PINGPONG>
 Entry make_swapped_entry() {
   using G = GroupedGemm<cutlass::bfloat16_t, BM, BN, BK, 1, 1, PINGPONG, true>;
-  Entry e;
-  e.shape = G::shape();
-  e.smem = G::Kernel::SharedStorageSize;
-  e.cutlass_workspace = &grouped_workspace<G>;
+  Entry e = described<G>();
   e.bf16 = &G::plan;
   return e;
 }

@@ -65,6 +65,16 @@ std::size_t grouped_workspace(int experts, int sm_count) {
   return G::Gemm::get_workspace_size(G::arguments(p));
 }
 
+// An instantiation's shape, shared memory and workspace, as its Entry (or Variant) holds them.
+template <class G, class E = Entry>
+E described() {
+  E e;
+  e.shape = G::shape();
+  e.smem = G::Kernel::SharedStorageSize;
+  e.cutlass_workspace = &grouped_workspace<G>;
+  return e;
+}
+
 template <class G>
 class CutlassPlan final : public Planned {
   using Gemm = typename G::Gemm;

@@ -55,6 +55,22 @@ struct Arrays {
   }
 };
 
+// The setup kernel's arguments for 16-bit tensors of `rows` x k activations and n x k weights.
+gmm::wgmma::SetupArgs setup_args(Arrays& arr, const std::vector<std::int32_t>& off, const void* act, const void* w,
+                                 void* out, int rows, int n, int k) {
+  gmm::wgmma::SetupArgs a;
+  a.act = static_cast<const std::uint16_t*>(act);
+  a.weight = static_cast<const std::uint16_t*>(w);
+  a.offsets = off.data();
+  a.out = static_cast<std::uint16_t*>(out);
+  a.rows = rows;
+  a.n = n;
+  a.k = k;
+  a.experts = static_cast<int>(off.size()) - 1;
+  a.g = arr.view();
+  return a;
+}
+
 std::string run_setup(const gmm::wgmma::SetupArgs& a, long long grid, std::uint32_t seed = 3) {
   return run_grid(emu::kWgmmaThreads, grid, seed, [&] { emu::wgmma_setup_kernel(a); });
 }
@@ -93,18 +109,9 @@ TEST(WgmmaEmulation, SwappedOperandsAgainstTheReference) {
   // The arrays themselves: CUTLASS's M is the weights' rows, N the expert's rows.
   Arrays arr(3);
   std::vector<std::int32_t> off = {0, 5, 5, 12};
-  gmm::wgmma::SetupArgs a;
   alignas(16) static std::uint16_t act[12 * 8], w[3 * 16 * 8], out[12 * 16];
-  a.act = act;
-  a.weight = w;
-  a.offsets = off.data();
-  a.out = out;
-  a.rows = 12;
-  a.n = 16;
-  a.k = 8;
-  a.experts = 3;
+  gmm::wgmma::SetupArgs a = setup_args(arr, off, act, w, out, 12, 16, 8);
   a.swap = true;
-  a.g = arr.view();
   ASSERT_EQ(run_setup(a, 1), "");
   for (int e = 0; e < 3; ++e) {
     EXPECT_EQ(arr.problems[3 * e], 16) << e;
@@ -135,18 +142,8 @@ TEST(WgmmaEmulation, NoRowsAtAll) {
   // silu pass touches nothing.
   Arrays arr(5);
   std::vector<std::int32_t> off(6, 0);
-  gmm::wgmma::SetupArgs a;
   alignas(16) static std::uint16_t act[16], w[5 * 16 * 8], out[16];
-  a.act = act;
-  a.weight = w;
-  a.offsets = off.data();
-  a.out = out;
-  a.rows = 0;
-  a.n = 16;
-  a.k = 8;
-  a.experts = 5;
-  a.g = arr.view();
-  ASSERT_EQ(run_setup(a, 1), "");
+  ASSERT_EQ(run_setup(setup_args(arr, off, act, w, out, 0, 16, 8), 1), "");
   for (int e = 0; e < 5; ++e) {
     EXPECT_EQ(arr.problems[3 * e], 0) << e;
     EXPECT_EQ(arr.problems[3 * e + 1], 16);
@@ -168,17 +165,8 @@ TEST(WgmmaEmulation, SetupArraysForOddAndBrokenOffsets) {
   std::vector<std::uint16_t> act(rows * k), w(E * n * k), out(rows * n);
   std::vector<float> rw(rows);
   Arrays arr(E);
-  gmm::wgmma::SetupArgs a;
-  a.act = act.data();
-  a.weight = w.data();
-  a.offsets = off.data();
+  gmm::wgmma::SetupArgs a = setup_args(arr, off, act.data(), w.data(), out.data(), rows, n, k);
   a.row_weight = rw.data();
-  a.out = out.data();
-  a.rows = rows;
-  a.n = n;
-  a.k = k;
-  a.experts = E;
-  a.g = arr.view();
   ASSERT_EQ(run_setup(a, 1), "");
   // Each expert reads only its own two offsets, clamped (as the mma kernel's segments are):
   // expert 3 runs backwards (no rows), expert 4 starts at 7 and is cut at the last row.
