@@ -36,19 +36,27 @@ def best(records):
 
 
 def measure(target, docs, peers):
-    """(value, detail, configs) for the target's metric, or (None, why, []) when it cannot be judged.
-    A target over several token counts is judged at each; its value is the worst of them."""
+    """(value, detail, configs, complete) for the target's metric, or (None, why, [], False) when it
+    cannot be judged. A target over several token counts is judged at each; its value is the worst
+    of those measured, and `complete` says whether every one was (a sweep of some of them still
+    shows a miss)."""
     tokens = target["tokens"]
     if not isinstance(tokens, list):
-        return measure_at(target, docs, peers, tokens)
-    worst = None
+        value, detail, configs = measure_at(target, docs, peers, tokens)
+        return value, detail, configs, value is not None
+    worst, missing = None, []
     for t in tokens:
         value, detail, configs = measure_at(target, docs, peers, t)
         if value is None:
-            return None, f"T={t}: {detail}", configs
-        if worst is None or (value > worst[0] if "max" in target else value < worst[0]):
+            missing.append(f"T={t}: {detail}")
+        elif worst is None or (value > worst[0] if "max" in target else value < worst[0]):
             worst = (value, f"worst at T={t}: {detail}", configs)
-    return worst
+    if worst is None:
+        return None, missing[0], [], False
+    value, detail, configs = worst
+    if missing:
+        detail += f"; not judged at {len(missing)} of {len(tokens)} token counts ({missing[0]})"
+    return value, detail, configs, not missing
 
 
 def stage_label(sweep):
@@ -163,8 +171,10 @@ def main():
             else:
                 device = device or docs[0].get("meta", {}).get("device")
                 row["commands"] = [d.get("meta", {}).get("command", "") for d in docs]
-                row["value"], row["detail"], row["configs"] = measure(t, docs, peers)
-                row["met"] = judge(t, row["value"])
+                row["value"], row["detail"], row["configs"], complete = measure(t, docs, peers)
+                met = judge(t, row["value"])
+                # Some token counts unmeasured: a miss among the others is still a miss.
+                row["met"] = met if complete or met is False else None
         rows.append(row)
 
     print(f"# Performance targets{' on ' + device if device else ''}\n")
