@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/emu_backend.hpp"
 #include "moe/error.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/family.hpp"
@@ -103,6 +104,22 @@ TEST(TunerShard, RealSweepPointsSplitIntoEqualHalves) {
   }
   const std::vector<double> load = shard_loads(costs, 2);
   EXPECT_LE(std::abs(load[0] - load[1]), *std::max_element(costs.begin(), costs.end()));
+}
+
+TEST(TunerShard, EmuPointsCostTheirEmulationNotHostRates) {
+  // `sweep --backend emu --dry-run` said ~9 s for qwen3's gmm at T=1,4, where each of its 64
+  // candidates emulates for seconds: an emu point costs its candidates' emulation time.
+  const moe::Params model = load_model("qwen3-30b-a3b");
+  const moe::FamilyDesc& gmm = moe::family("gmm");
+  const std::vector<SweepUnit> units{{&gmm, problem_for(gmm, model, {}, false), {}}};
+  const Plan emu = make_plan(units, {1}, moe::Backend::emu, moe::emu_device_info(), "default");
+  const Plan cpu = make_plan(units, {1}, moe::Backend::cpu, moe::cpu_device_info(1), "default");
+  ASSERT_EQ(emu.points.size(), 1u);
+  const PlanPoint& p = emu.points[0];
+  const double each = moe::emu_seconds(gmm, p.problem);
+  ASSERT_GT(each, 1.0);  // 50 MFLOP at a few MFLOP/s
+  EXPECT_GE(p.estimate_s, each * static_cast<double>(p.candidates.size()));
+  EXPECT_GT(p.estimate_s, 10 * cpu.points[0].estimate_s);
 }
 
 TEST(TunerCudaSizing, L2FlushIsTwiceTheCache) {

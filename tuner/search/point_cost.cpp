@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/emu_backend.hpp"
 #include "tuner/search/plan.hpp"
 
 namespace moe::tuner {
@@ -26,14 +27,18 @@ constexpr double kMinTime = 1e-3, kMaxTime = 1.0;
 double estimated_point_seconds(const PlanPoint& p, Backend backend) {
   if (!p.skip.empty() || p.candidates.empty() || !p.family->estimate) return 0;
   const Cost c = p.family->estimate(p.problem);
+  // The point's inputs and its reference are made on the host, once.
+  const double prepare = c.bytes / kHost.bytes_per_s + c.flops / kHostReferenceFlops;
+  // The emu backend runs each candidate once under the emulator (validated, never sampled), at
+  // the family's emulation speed: nominal host rates put a minute of emulation at a second.
+  if (backend == Backend::emu)
+    return prepare + static_cast<double>(p.candidates.size()) * (kHost.per_candidate_s + emu_seconds(*p.family, p.problem));
   const Rates& r = backend == Backend::cuda ? kDevice : kHost;
   const double call = std::max(c.bytes / r.bytes_per_s, c.flops / r.flops_per_s);
   // Each candidate is validated once, then sampled until the stopping rule is met or its time
   // runs out (after one sample at least).
   const double sampling = std::max(kMinTime, std::min(kSamples * call, std::max(kMaxTime, call)));
   const double candidate = r.per_candidate_s + call + sampling;
-  // The point's inputs and its reference are made on the host, once.
-  const double prepare = c.bytes / kHost.bytes_per_s + c.flops / kHostReferenceFlops;
   return prepare + static_cast<double>(p.candidates.size()) * candidate;
 }
 
