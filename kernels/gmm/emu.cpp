@@ -3,6 +3,7 @@
 #include "gmm/emu.hpp"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "common/e4m3.hpp"
@@ -75,9 +76,12 @@ void grouped_gemm_on_host(const wgmma::GroupArrays& g, int experts, bool bf16, b
 // The fp8 blockwise-scaled GEMM as CUTLASS runs it from the setup kernel's arrays: for each
 // 128-wide K block, the code products summed in fp32 and promoted with the row's activation
 // scale times the block's weight scale, both found through the per-expert scale layouts; the
-// routed weight in the epilogue; fp32 out (up) or rounded once to bf16 (down).
-void grouped_gemm_fp8_on_host(const wgmma::GroupArrays& g, int experts, bool row_weight, bool bf16_out) {
+// routed weight in the epilogue; fp32 out (up) or rounded once to bf16 (down). Swapped: A is
+// the weights (a scale per 128 of its rows), B the tokens (one each), D^T column-major and the
+// routed weight per column. A layout that does not cover the expert's operands is an error.
+void grouped_gemm_fp8_on_host(const wgmma::GroupArrays& g, int experts, bool row_weight, bool bf16_out, bool swap) {
   constexpr int L = wgmma::kScaleLayoutInts;
+  const int rows_per_scale_a = swap ? 128 : 1, rows_per_scale_b = swap ? 1 : 128;
   for (int e = 0; e < experts; ++e) {
     const int M = g.problems[3 * e], N = g.problems[3 * e + 1], K = g.problems[3 * e + 2];
     const auto* A = static_cast<const std::uint8_t*>(g.a[e]);
@@ -87,6 +91,12 @@ void grouped_gemm_fp8_on_host(const wgmma::GroupArrays& g, int experts, bool row
     // Layout ints: (mn, kb, 1, stride of mn, size); K is the unit-stride mode.
     const int* la = g.layout_sfa + L * e;
     const int* lb = g.layout_sfb + L * e;
+    const int kb = (K + 127) / 128;
+    auto covers = [kb](const int* l, int mn) { return l[0] >= mn && l[1] == kb && l[2] == 1 && l[3] == kb && l[4] == l[0] * kb; };
+    if (M > 0 && N > 0 &&
+        (!covers(la, (M + rows_per_scale_a - 1) / rows_per_scale_a) || !covers(lb, (N + rows_per_scale_b - 1) / rows_per_scale_b)))
+      throw Error("gmm emu: expert " + std::to_string(e) + "'s scale layouts do not cover its " + std::to_string(M) + "x" +
+                  std::to_string(N) + "x" + std::to_string(K) + " problem (the setup kernel wrote them wrong)");
     for (int m = 0; m < M; ++m)
       for (int n = 0; n < N; ++n) {
         float acc = 0;
@@ -94,11 +104,13 @@ void grouped_gemm_fp8_on_host(const wgmma::GroupArrays& g, int experts, bool row
           float block = 0;
           for (int k = k0; k < k0 + 128 && k < K; ++k)
             block += fp8::to_float(A[m * g.lda[e] + k]) * fp8::to_float(B[n * g.ldb[e] + k]);
-          acc += block * g.sfa[e][m * la[3] + k0 / 128] * g.sfb[e][(n / 128) * lb[3] + k0 / 128];
+          acc += block * g.sfa[e][(m / rows_per_scale_a) * la[3] + k0 / 128] *
+                 g.sfb[e][(n / rows_per_scale_b) * lb[3] + k0 / 128];
         }
-        if (row_weight) acc *= g.row_weight[e][m];
-        if (bf16_out) D16[m * g.ldd[e] + n] = float_to_bf16(acc);
-        else D[m * g.ldd[e] + n] = acc;
+        if (row_weight) acc *= g.row_weight[e][swap ? n : m];
+        const long long at = swap ? static_cast<long long>(n) * g.ldd[e] + m : static_cast<long long>(m) * g.ldd[e] + n;
+        if (bf16_out) D16[at] = float_to_bf16(acc);
+        else D[at] = acc;
       }
   }
 }
@@ -182,7 +194,7 @@ void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long 
   if (E == 0) return;
   emu_launch("wgmma_setup_kernel", blocks(a.experts), emulated::kWgmmaThreads, 0, [&] { emulated::wgmma_setup_kernel(a); }, 3);
   if (s.fp8) {
-    grouped_gemm_fp8_on_host(a.g, a.experts, s.routed_weight, s.down);
+    grouped_gemm_fp8_on_host(a.g, a.experts, s.routed_weight, s.down, swap);
     if (s.down) return;
     wgmma::SiluQuantLaunch q;
     q.gu = gemm32.data();

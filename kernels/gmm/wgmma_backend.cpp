@@ -77,7 +77,8 @@ const std::vector<Entry>& entries() {
       entry_32x128x128_coop_swapped(),
       with_down(entry_fp8_128x128x128_coop_c2x1(), fp8_down_128x128x128_coop_c2x1()),
       with_down(entry_fp8_64x128x128_pingpong(), fp8_down_64x128x128_pingpong()),
-      with_down(entry_fp8_128x128x128_coop_c1x2(), fp8_down_128x128x128_coop_c1x2())};
+      with_down(entry_fp8_128x128x128_coop_c1x2(), fp8_down_128x128x128_coop_c1x2()),
+      with_down(entry_fp8_32x128x128_pingpong_c1x2_swapped(), fp8_down_32x128x128_pingpong_c1x2_swapped())};
   return all;
 }
 

@@ -128,12 +128,17 @@ using PlanFn = std::unique_ptr<Planned> (*)(const PlanArgs&);  // throws Error s
 
 using WorkspaceFn = std::size_t (*)(int experts, int sm_count);
 
+// fp8: throws Error when the scale layouts the setup kernel writes (scale_layout) are not the
+// instantiation's own CUTLASS layouts; host code only, so the cpu tests run it too.
+using LayoutCheckFn = void (*)();
+
 // A second instantiation of a shape with another output (fp8 down: bf16 rows).
 struct Variant {
   TileShape shape;
   std::size_t smem = 0;
   WorkspaceFn cutlass_workspace = nullptr;
   PlanFn plan = nullptr;
+  LayoutCheckFn check_scale_layouts = nullptr;
 };
 
 struct Entry {
@@ -142,6 +147,7 @@ struct Entry {
   WorkspaceFn cutlass_workspace = nullptr;
   // null: not built. fp8: e4m3 operands, fp32 out (up's gate|up); fp8_down: bf16 out.
   PlanFn bf16 = nullptr, f16 = nullptr, fp8 = nullptr;
+  LayoutCheckFn check_scale_layouts = nullptr;  // fp8's
   Variant fp8_down;
   PlanFn get(DType t, bool down) const {
     if (t == DType::e4m3) return down ? fp8_down.plan : fp8;
@@ -165,9 +171,11 @@ Entry entry_32x128x128_coop_swapped();
 Entry entry_fp8_128x128x128_coop_c2x1();
 Entry entry_fp8_64x128x128_pingpong();
 Entry entry_fp8_128x128x128_coop_c1x2();
+Entry entry_fp8_32x128x128_pingpong_c1x2_swapped();
 Variant fp8_down_128x128x128_coop_c2x1();
 Variant fp8_down_128x128x128_coop_c1x2();
 Variant fp8_down_64x128x128_pingpong();
+Variant fp8_down_32x128x128_pingpong_c1x2_swapped();
 
 // A wgmma config of the cuda backend: the shape (its kernel=wgmma parameters).
 struct Config {

@@ -5,6 +5,11 @@
 // (x_scale [R, K/128], w_scale [E, N/128, K/128]). Up's output is fp32: its gate|up rows go to
 // the silu*up+requant kernel, whose h_scale must come from unrounded values. Down's (OUT bf16)
 // rows are multiplied by the routed weight in fp32 and rounded to bf16 once, in the epilogue.
+// SWAP (experts of a few dozen rows): the operands trade places as in wgmma_gemm.cuh, the
+// weights along CUTLASS's M and the tokens along its N, and so do the scale granularities: A's
+// scales are the weights' 128x128 blocks, B's one per token and 128 K (CUTLASS's mainloop has
+// the one-scale-along-M, many-along-N case); D^T column-major is D row-major, the routed weight a
+// row broadcast.
 // Included by exactly one translation unit per instantiation (wgmma_gemm_fp8_*.cu).
 #include <cuda_runtime.h>
 
@@ -27,7 +32,7 @@
 
 namespace moe::gmm::wgmma {
 
-template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG, class OUT = float>
+template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG, class OUT = float, bool SWAP = false>
 struct GroupedGemmFp8 {
   using Tile = cute::Shape<cute::Int<BM>, cute::Int<BN>, cute::Int<BK>>;
   using Cluster = cute::Shape<cute::Int<CM>, cute::Int<CN>, cute::_1>;
@@ -37,25 +42,30 @@ struct GroupedGemmFp8 {
   using EpiSchedule = std::conditional_t<PINGPONG, cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong,
                                          cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative>;
   static constexpr int kClusterM = CM, kClusterN = CN;
-  static constexpr bool kSwap = false;
+  static constexpr bool kSwap = SWAP;
   static constexpr int kAlignAB = 16;  // 16 bytes of e4m3: TMA's requirement
   static constexpr int kAlignD = 16 / static_cast<int>(sizeof(OUT));  // 16-byte rows
 
   // Activations: one scale per row and 128 K; weights: one per 128x128 block. Both K-major.
-  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128, cute::GMMA::Major::K, cute::GMMA::Major::K>;
+  static constexpr int kRowsPerScaleA = SWAP ? 128 : 1, kRowsPerScaleB = SWAP ? 1 : 128;
+  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<kRowsPerScaleA, kRowsPerScaleB, 128,
+                                                                cute::GMMA::Major::K, cute::GMMA::Major::K>;
   using LayoutSFA = typename ScaleConfig::LayoutSFA;
   using LayoutSFB = typename ScaleConfig::LayoutSFB;
 
-  using RowWeight = cutlass::epilogue::fusion::Sm90ColBroadcast<0, Tile, float*, float,
-                                                                cute::Stride<cute::_1, cute::_0, cute::_0>, 1>;
+  using RowWeight = std::conditional_t<
+      SWAP,
+      cutlass::epilogue::fusion::Sm90RowBroadcast<0, Tile, float*, float, cute::Stride<cute::_0, cute::_1, cute::_0>, 1>,
+      cutlass::epilogue::fusion::Sm90ColBroadcast<0, Tile, float*, float, cute::Stride<cute::_1, cute::_0, cute::_0>, 1>>;
+  using LayoutD = std::conditional_t<SWAP, cutlass::layout::ColumnMajor, cutlass::layout::RowMajor>;
   using Scale = cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, OUT, float,
                                                        cutlass::FloatRoundStyle::round_to_nearest>;
   using Fusion = cutlass::epilogue::fusion::Sm90EVT<Scale, cutlass::epilogue::fusion::Sm90AccFetch, RowWeight>;
 
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
-      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::RowMajor*, kAlignD, OUT,
-      cutlass::layout::RowMajor*, kAlignD, EpiSchedule, Fusion>::CollectiveOp;
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD*, kAlignD, OUT, LayoutD*, kAlignD,
+      EpiSchedule, Fusion>::CollectiveOp;
 
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::float_e4m3_t,
@@ -74,16 +84,18 @@ struct GroupedGemmFp8 {
 
   // What the setup kernel writes for an expert (scale_layout) must be CUTLASS's own layout,
   // byte for byte: checked on the host when a plan is made, for a shape with every field distinct.
+  // CUTLASS's M and N are the rows and the weights' rows (swapped: the other way round).
   static void check_scale_layouts() {
-    const int m = 37, n = 384, k = 640;
+    const int rows = 37, n = 384, k = 640;
+    const int m_dim = SWAP ? n : rows, n_dim = SWAP ? rows : n;
     int mine[kScaleLayoutInts];
-    scale_layout(mine, m, k / 128);
-    const LayoutSFA a = ScaleConfig::tile_atom_to_shape_SFA(cute::make_shape(m, n, k, 1));
-    const LayoutSFB b = ScaleConfig::tile_atom_to_shape_SFB(cute::make_shape(m, n, k, 1));
+    scale_layout(mine, m_dim / kRowsPerScaleA, k / 128);
+    const LayoutSFA a = ScaleConfig::tile_atom_to_shape_SFA(cute::make_shape(m_dim, n_dim, k, 1));
+    const LayoutSFB b = ScaleConfig::tile_atom_to_shape_SFB(cute::make_shape(m_dim, n_dim, k, 1));
     int theirs[kScaleLayoutInts];
     std::memcpy(theirs, &a, sizeof(theirs));
     const bool a_ok = std::memcmp(mine, theirs, sizeof(mine)) == 0;
-    scale_layout(mine, n / 128, k / 128);
+    scale_layout(mine, n_dim / kRowsPerScaleB, k / 128);
     std::memcpy(theirs, &b, sizeof(theirs));
     if (!a_ok || std::memcmp(mine, theirs, sizeof(mine)) != 0)
       throw Error("gmm wgmma fp8: the setup kernel's scale layouts are not CUTLASS's (a bug: rebuild against CUTLASS 4.2)");
@@ -103,24 +115,27 @@ struct GroupedGemmFp8 {
     return std::make_unique<CutlassPlan<GroupedGemmFp8>>(p);
   }
 
-  static TileShape shape() { return TileShape{BM, BN, BK, CM, CN, PINGPONG}; }
+  // moebench's names: block_m counts token rows, block_n weight rows (swapped: CUTLASS's N, M).
+  static TileShape shape() { return SWAP ? TileShape{BN, BM, BK, CN, CM, PINGPONG} : TileShape{BM, BN, BK, CM, CN, PINGPONG}; }
 };
 
 // Up's instantiation (fp32 out): the entry of the shape.
-template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG>
+template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG, bool SWAP = false>
 Entry make_fp8_entry() {
-  using G = GroupedGemmFp8<BM, BN, BK, CM, CN, PINGPONG>;
+  using G = GroupedGemmFp8<BM, BN, BK, CM, CN, PINGPONG, float, SWAP>;
   Entry e = described<G>();
   e.fp8 = &G::plan;
+  e.check_scale_layouts = &G::check_scale_layouts;
   return e;
 }
 
 // Down's instantiation (bf16 out), in its own translation unit, added to the shape's entry.
-template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG>
+template <int BM, int BN, int BK, int CM, int CN, bool PINGPONG, bool SWAP = false>
 Variant make_fp8_down() {
-  using G = GroupedGemmFp8<BM, BN, BK, CM, CN, PINGPONG, cutlass::bfloat16_t>;
+  using G = GroupedGemmFp8<BM, BN, BK, CM, CN, PINGPONG, cutlass::bfloat16_t, SWAP>;
   Variant v = described<G, Variant>();
   v.plan = &G::plan;
+  v.check_scale_layouts = &G::check_scale_layouts;
   return v;
 }
 

@@ -69,12 +69,15 @@ GMM_KERNEL(kWgmmaThreads) wgmma_setup_kernel(const SetupArgs p) {
     p.g.ldb[e] = p.k;
     p.g.ldd[e] = p.n;
     if (p.g.sfa != nullptr) {
-      // fp8: the expert's rows of x_scale and its slab of w_scale, both K-major.
+      // fp8: the expert's rows of x_scale and its slab of w_scale, both K-major; swapped, the
+      // weights' scales are A's and the rows' B's.
       const int kb = p.k / 128;
-      p.g.sfa[e] = p.act_scale + static_cast<long long>(begin) * kb;
-      p.g.sfb[e] = p.weight_scale + e * (p.n / 128) * static_cast<long long>(kb);
-      wgmma::scale_layout(p.g.layout_sfa + wgmma::kScaleLayoutInts * e, end - begin, kb);
-      wgmma::scale_layout(p.g.layout_sfb + wgmma::kScaleLayoutInts * e, p.n / 128, kb);
+      const float* rows_scale = p.act_scale + static_cast<long long>(begin) * kb;
+      const float* weights_scale = p.weight_scale + e * (p.n / 128) * static_cast<long long>(kb);
+      p.g.sfa[e] = p.swap ? weights_scale : rows_scale;
+      p.g.sfb[e] = p.swap ? rows_scale : weights_scale;
+      wgmma::scale_layout(p.g.layout_sfa + wgmma::kScaleLayoutInts * e, p.swap ? p.n / 128 : end - begin, kb);
+      wgmma::scale_layout(p.g.layout_sfb + wgmma::kScaleLayoutInts * e, p.swap ? end - begin : p.n / 128, kb);
     }
   }
 }

@@ -60,7 +60,8 @@ TEST(WgmmaFp8Configs, TheSpaceHoldsTheFp8GroupedGemmsAndThePrefillDefaultIsOne) 
       shapes.push_back(gmm::wgmma::shape_str(gmm::wgmma::parse_config(c).shape));
     }
     EXPECT_EQ(shapes, (std::vector<std::string>{"128x128x128 cooperative cluster 2x1", "64x128x128 pingpong cluster 1x1",
-                                                "128x128x128 cooperative cluster 1x2"}))
+                                                "128x128x128 cooperative cluster 1x2",
+                                                "32x128x128 pingpong cluster 1x2 swapped"}))
         << stage;
     const Params d = cuda.default_config(p, hopper());
     EXPECT_EQ(d.s("kernel"), "wgmma") << d.str();
@@ -88,7 +89,7 @@ TEST(WgmmaFp8Configs, RefusalsNameWhy) {
   EXPECT_NE(bf16_tile.find("no e4m3 wgmma kernel is built with tile 128x128x64 cooperative cluster 1x1"),
             std::string::npos) << bf16_tile;
   EXPECT_NE(bf16_tile.find("built: 128x128x128 cooperative cluster 2x1; 64x128x128 pingpong cluster 1x1; "
-                           "128x128x128 cooperative cluster 1x2"),
+                           "128x128x128 cooperative cluster 1x2; 32x128x128 pingpong cluster 1x2 swapped"),
             std::string::npos) << bf16_tile;
   const Params bf16 = complete(gmm_family().problem_params, gmm_problem(64, 8, 2, 0, 256, 256, 1), "gmm");
   const std::string fp8_tile = cuda.invalid_reason(bf16, wgmma_config(64, 128, 128, 1, true), hopper());
@@ -105,7 +106,7 @@ TEST(WgmmaFp8Configs, RefusalsNameWhy) {
   // Every fp8 grouped GEMM shape is in the full space (beside the fp8 mma kernel's tiles).
   int wgmma_configs = 0;
   for (const Params& c : cuda.space(fp8, hopper(), true)) wgmma_configs += c.s("kernel") == "wgmma";
-  EXPECT_EQ(wgmma_configs, 3);
+  EXPECT_EQ(wgmma_configs, 4);
 }
 
 using testing::check_wgmma_stage;
@@ -126,6 +127,37 @@ TEST(WgmmaFp8Emulation, BothStagesAgainstTheReference) {
 TEST(WgmmaFp8Emulation, RoutedAndPaddedRows) {
   // Generated routing with block padding (padding rows quantize to zero and must come out 0).
   for (const char* stage : {"up", "down"}) EXPECT_EQ(check_wgmma_stage(fp8_problem(24, 6, 2, 256, 256, 8, stage), {}, 29, 0), "") << stage;
+}
+
+TEST(WgmmaFp8Configs, SetupScaleLayoutsAreEveryInstantiationsOwn) {
+  // The ints the setup kernel writes (scale_layout) against each compiled fp8 GEMM's CUTLASS
+  // layouts, swapped operands (a scale per 128 weight rows along M, one per row along N) included.
+  int checked = 0;
+  for (const auto& e : gmm::wgmma::entries()) {
+    if (!e.fp8) continue;
+    ASSERT_NE(e.check_scale_layouts, nullptr) << gmm::wgmma::shape_str(e.shape);
+    ASSERT_NE(e.fp8_down.check_scale_layouts, nullptr) << gmm::wgmma::shape_str(e.shape);
+    EXPECT_NO_THROW(e.check_scale_layouts()) << gmm::wgmma::shape_str(e.shape);
+    EXPECT_NO_THROW(e.fp8_down.check_scale_layouts()) << gmm::wgmma::shape_str(e.shape) << " down";
+    checked += e.shape.swapped() ? 10 : 1;
+  }
+  EXPECT_EQ(checked, 13);  // three fp8 shapes and the swapped one
+}
+
+TEST(WgmmaFp8Emulation, SwappedOperandsAgainstTheReference) {
+  // The swapped-operand tile's arrays: the weights as A with their 128x128 block scales, the
+  // expert's rows as B with a scale per row, D^T column-major, the routed weight per column.
+  // Empty experts, one row, ragged and padded segments, both scale formats, grids of 1 and 7.
+  for (const char* stage : {"up", "down"}) {
+    for (const char* fmt : {"fp32", "ue8m0"})
+      for (long long grid : {1LL, 7LL}) {
+        TensorMap given;
+        given["offsets"] = i32_tensor({0, 0, 1, 22, 22});
+        EXPECT_EQ(check_wgmma_stage(fp8_problem(11, 4, 2, 256, 384, 1, stage, fmt), std::move(given), 14, grid, true), "")
+            << stage << " " << fmt << " grid " << grid;
+      }
+    EXPECT_EQ(check_wgmma_stage(fp8_problem(24, 6, 2, 256, 256, 8, stage), {}, 31, 0, true), "") << stage;
+  }
 }
 
 TEST(WgmmaFp8Emulation, SetupWritesScalePointersAndLayouts) {
@@ -155,19 +187,30 @@ TEST(WgmmaFp8Emulation, SetupWritesScalePointersAndLayouts) {
   a.weight_scale = ws.data();
   a.g = {problems.data(), pa.data(), pb.data(), pd.data(), prw.data(), lda.data(), ldb.data(), ldd.data(),
          psfa.data(),     psfb.data(), lsfa.data(), lsfb.data()};
-  ASSERT_NO_THROW(simt::launch(1, emu::kWgmmaThreads, 0, [&] { emu::wgmma_setup_kernel(a); }, 5));
   const int begin[E] = {0, 3, 3, 10}, count[E] = {3, 0, 7, 1};
-  for (int e = 0; e < E; ++e) {
-    EXPECT_EQ(problems[3 * e], count[e]) << e;
-    EXPECT_EQ(pa[e], act.data() + begin[e] * k) << e;
-    EXPECT_EQ(pb[e], w.data() + static_cast<std::size_t>(e) * n * k) << e;
-    EXPECT_EQ(pd[e], out.data() + begin[e] * n) << e;
-    EXPECT_EQ(psfa[e], xs.data() + begin[e] * kb) << e;
-    EXPECT_EQ(psfb[e], ws.data() + e * (n / 128) * kb) << e;
-    const int* la = lsfa.data() + 5 * e;
-    const int* lb = lsfb.data() + 5 * e;
-    EXPECT_EQ(std::vector<int>(la, la + 5), (std::vector<int>{count[e], kb, 1, kb, count[e] * kb})) << e;
-    EXPECT_EQ(std::vector<int>(lb, lb + 5), (std::vector<int>{n / 128, kb, 1, kb, n / 128 * kb})) << e;
+  // Swapped: CUTLASS's M is the weights' n rows (a scale per 128 of them), its N the rows.
+  for (bool swap : {false, true}) {
+    a.swap = swap;
+    ASSERT_NO_THROW(simt::launch(1, emu::kWgmmaThreads, 0, [&] { emu::wgmma_setup_kernel(a); }, 5));
+    for (int e = 0; e < E; ++e) {
+      const void* rows_of_e = act.data() + begin[e] * k;
+      const void* weights_of_e = w.data() + static_cast<std::size_t>(e) * n * k;
+      const float* row_scales = xs.data() + begin[e] * kb;
+      const float* weight_scales = ws.data() + e * (n / 128) * kb;
+      const std::vector<int> row_layout = {count[e], kb, 1, kb, count[e] * kb};
+      const std::vector<int> weight_layout = {n / 128, kb, 1, kb, n / 128 * kb};
+      EXPECT_EQ(problems[3 * e], swap ? n : count[e]) << e << " swap " << swap;
+      EXPECT_EQ(problems[3 * e + 1], swap ? count[e] : n) << e << " swap " << swap;
+      EXPECT_EQ(pa[e], swap ? weights_of_e : rows_of_e) << e << " swap " << swap;
+      EXPECT_EQ(pb[e], swap ? rows_of_e : weights_of_e) << e << " swap " << swap;
+      EXPECT_EQ(pd[e], out.data() + begin[e] * n) << e << " swap " << swap;
+      EXPECT_EQ(psfa[e], swap ? weight_scales : row_scales) << e << " swap " << swap;
+      EXPECT_EQ(psfb[e], swap ? row_scales : weight_scales) << e << " swap " << swap;
+      const int* la = lsfa.data() + 5 * e;
+      const int* lb = lsfb.data() + 5 * e;
+      EXPECT_EQ(std::vector<int>(la, la + 5), swap ? weight_layout : row_layout) << e << " swap " << swap;
+      EXPECT_EQ(std::vector<int>(lb, lb + 5), swap ? row_layout : weight_layout) << e << " swap " << swap;
+    }
   }
 }
 
