@@ -86,12 +86,9 @@ Params config_params(const Config& c) {
                 {"split_k", std::int64_t{c.split}},      {"group_m", std::int64_t{c.group_m}}};
 }
 
-namespace {
-// The tile map's bytes for `rows`: 16 per M-tile that many rows can make.
 std::size_t map_bytes(std::int64_t rows, int bm, std::int64_t experts) {
   return static_cast<std::size_t>((rows + bm - 1) / bm + experts) * 16;
 }
-}  // namespace
 
 std::size_t workspace_bytes(const GmmSpec& s, const Config& c) {
   const std::size_t map = map_bytes(s.max_rows(), c.shape.bm, s.e_local());

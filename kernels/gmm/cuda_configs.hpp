@@ -102,8 +102,11 @@ void add_tiles_m128(std::vector<TileEntry>& v);
 // Split-K finalize: sums the fp32 partials in split order (deterministic) and applies the
 // epilogue (silu*up or the routed weight), writing out.
 PlannedLaunch plan_finalize(const KernelArgs& a, bool down, DType t);
-// The schedule kernel that writes the tile map for block_m = bm (launched before the gmm kernel).
+// The schedule kernel that writes the tile map for block_m = bm (launched before the gmm kernel;
+// its plan launches it with the KernelArgs by value), and the map's bytes for `rows`: 16 per
+// M-tile that many rows can make.
 PlannedLaunch plan_schedule(const KernelArgs& a, int bm);
+std::size_t map_bytes(std::int64_t rows, int bm, std::int64_t experts);
 
 constexpr int kSplits[] = {1, 2, 3, 4, 6, 8};
 // 1: consecutive CTAs share an M-tile (activations) and sweep N; G > 1: they sweep G M-tiles

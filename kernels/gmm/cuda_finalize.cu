@@ -16,10 +16,18 @@ PlannedLaunch plan(const KernelArgs& a) {
   return p;
 }
 
+// The schedule kernel takes the gmm's KernelArgs whichever kernel reads its map (the fp8 one
+// has arguments of its own).
+void launch_with_args(const PlannedLaunch& p, const KernelArgs& a, void* stream) {
+  KernelArgs by_value = a;
+  launch_kernel_args(p.func, p.grid, p.threads, p.smem, stream, by_value);
+}
+
 template <int BM>
 PlannedLaunch plan_map(const KernelArgs& a) {
   PlannedLaunch p;
   p.func = reinterpret_cast<const void*>(&gmm_schedule_kernel<BM>);
+  p.launch = &launch_with_args;
   p.grid = 1;
   p.threads = kScheduleThreads;
   p.smem = schedule_smem_bytes(a.experts);

@@ -27,6 +27,13 @@ int n_tiles(const GmmSpec& s, const cuda::TileShape& t) {
   return static_cast<int>((s.n_out() + per - 1) / per);
 }
 
+// Split-K's partials (down) or an unfused up's gate|up rows, for `rows`; after the tile map.
+std::size_t slab_bytes(const GmmSpec& s, const cuda::Config& c, std::int64_t rows) {
+  const auto r = static_cast<std::size_t>(rows), nw = static_cast<std::size_t>(s.n_w());
+  if (!s.down) return fused_up(c.shape) ? 0 : r * nw * sizeof(float);
+  return c.split > 1 ? static_cast<std::size_t>(c.split) * r * nw * sizeof(float) : 0;
+}
+
 }  // namespace
 
 std::vector<cuda::TileShape> tiles() {
@@ -42,6 +49,10 @@ std::string invalid_reason(const GmmSpec& s, const cuda::Config& c, const Device
            " warps_m=" + std::to_string(c.shape.warps_m) + " (block_k=128, one scale block; warps_m=1); built: " + built;
   }
   if (c.group_m != 1) return "fp8 mma walks an M-tile's N-tiles in a row: group_m must be 1";
+  // Up's tiles hold whole h columns of gate and up rows: none may overhang I (down's may, D).
+  if (!s.down && s.n_out() % (c.shape.bn / 2) != 0)
+    return "fp8 mma up: block_n=" + std::to_string(c.shape.bn) + " needs I (" + std::to_string(s.n_out()) +
+           ") to be a multiple of " + std::to_string(c.shape.bn / 2);
   if (std::find(std::begin(kSplits), std::end(kSplits), c.split) == std::end(kSplits))
     return "fp8 mma: split_k must be one of 1,2,4,8";
   if (!s.down && c.split > 1)
@@ -49,20 +60,18 @@ std::string invalid_reason(const GmmSpec& s, const cuda::Config& c, const Device
   if (c.split > s.k_groups())
     return "split_k=" + std::to_string(c.split) + " is more than the " + std::to_string(s.k_groups()) +
            " 128-wide K blocks";
-  if (static_cast<double>(fp8_mma::workspace_bytes(s, c)) > kMaxWorkspace)
-    return "fp8 mma needs " + std::to_string(static_cast<long long>(fp8_mma::workspace_bytes(s, c) >> 20)) +
+  if (static_cast<double>(slab_bytes(s, c, s.max_rows())) > kMaxWorkspace)
+    return "fp8 mma needs " + std::to_string(static_cast<long long>(slab_bytes(s, c, s.max_rows()) >> 20)) +
            " MiB of fp32 workspace at this token count: use split_k=1 or block_n=256";
-  const std::size_t smem = fp8_mma::smem_bytes(c.shape, s.e_local());
+  const std::size_t smem = fp8_mma::smem_bytes(c.shape);
   if (dev.backend == Backend::cuda && dev.smem_optin > 0 && smem > dev.smem_optin)
-    return "fp8 tile " + tile_str(c.shape) + " needs " + std::to_string(smem) + " bytes of shared memory for " +
-           std::to_string(s.e_local()) + " local experts; " + dev.name + " allows " + std::to_string(dev.smem_optin);
+    return "fp8 tile " + tile_str(c.shape) + " needs " + std::to_string(smem) + " bytes of shared memory; " + dev.name +
+           " allows " + std::to_string(dev.smem_optin);
   return {};
 }
 
 std::size_t workspace_bytes(const GmmSpec& s, const cuda::Config& c) {
-  const auto rows = static_cast<std::size_t>(s.max_rows()), nw = static_cast<std::size_t>(s.n_w());
-  if (!s.down) return fused_up(c.shape) ? 0 : rows * nw * sizeof(float);
-  return c.split > 1 ? static_cast<std::size_t>(c.split) * rows * nw * sizeof(float) : 0;
+  return cuda::map_bytes(s.max_rows(), c.shape.bm, s.e_local()) + slab_bytes(s, c, s.max_rows());
 }
 
 std::vector<cuda::Config> space(const GmmSpec& s, const DeviceInfo& dev, bool full) {
@@ -100,6 +109,18 @@ Args plan_args(const GmmSpec& s, const cuda::Config& c, std::int64_t rows) {
   a.b.experts = static_cast<int>(s.e_local());
   a.b.split = c.split;
   a.b.n_tiles = n_tiles(s, c.shape);
+  a.b.map_tiles = static_cast<int>((rows + c.shape.bm - 1) / c.shape.bm + s.e_local());
+  // The kernel decodes tile indices in 32 bits.
+  if (static_cast<double>(a.b.map_tiles) * a.b.n_tiles * a.b.split >= 2147483647.0)
+    throw Error("gmm cuda: " + std::to_string(rows) + " rows make more fp8 tiles than the kernel can index; use fewer tokens");
+  // One expert's weights are addressed with 32-bit offsets.
+  if (s.n_w() * s.k_dim() >= (std::int64_t{1} << 32))
+    throw Error("gmm cuda: one expert's fp8 weights (" + std::to_string(s.n_w()) + " x " + std::to_string(s.k_dim()) +
+                ") exceed 4 GiB, which the fp8 mma kernel addresses with 32-bit offsets");
+  a.expert_bytes = static_cast<std::uint32_t>(s.n_w() * s.k_dim());
+  a.up_bytes = static_cast<std::uint32_t>(s.n_out() * s.k_dim());
+  a.b.split_div = cuda::fast_div_by(a.b.split);
+  a.b.n_tiles_div = cuda::fast_div_by(a.b.n_tiles);
   a.ue8m0 = s.ue8m0;
   return a;
 }
@@ -118,20 +139,20 @@ void bind_tensors(Args& a, const GmmSpec& s, const cuda::Config& c, const RefMap
     a.h = need(out, "h").as<std::uint8_t>();
     a.h_scale = need(out, "h_scale").as<float>();
   }
-  const bool slab = s.down ? c.split > 1 : !fused_up(c.shape);
-  if (slab) {
-    const std::size_t need_ws = static_cast<std::size_t>(s.down ? c.split : 1) * static_cast<std::size_t>(a.b.rows) *
-                                static_cast<std::size_t>(s.n_w()) * sizeof(float);
-    if (!workspace || ws_bytes < need_ws)
-      throw Error("gmm cuda: the fp8 config needs " + std::to_string(need_ws) + " bytes of workspace for " +
-                  std::to_string(a.b.rows) + " rows, got " + std::to_string(ws_bytes));
-    a.b.partial = static_cast<float*>(workspace);
-  }
+  // The tile map, then the slab (a multiple of 16 bytes after it).
+  const std::size_t map = cuda::map_bytes(a.b.rows, c.shape.bm, a.b.experts), slab = slab_bytes(s, c, a.b.rows);
+  if (!workspace || ws_bytes < map + slab)
+    throw Error("gmm cuda: the fp8 config needs " + std::to_string(map + slab) + " bytes of workspace for " +
+                std::to_string(a.b.rows) + " rows (the tile map" + (slab ? std::string(" and fp32 partials") : "") +
+                "), got " + std::to_string(ws_bytes));
+  a.b.tile_map = static_cast<std::int32_t*>(workspace);
+  if (slab) a.b.partial = reinterpret_cast<float*>(static_cast<std::byte*>(workspace) + map);
   require_aligned(a.act, 16, "cuda", s.act_name(), "cp.async copies 16 bytes");
   require_aligned(a.weight, 16, "cuda", s.weight_name(), "cp.async copies 16 bytes");
   require_aligned(a.b.offsets, 4, "cuda", "offsets", "read as int32");
   if (a.b.out) require_aligned(a.b.out, 4, "cuda", "y_sorted", "two bf16 are stored as one 32-bit word");
   if (a.h) require_aligned(a.h, 16, "cuda", "h", "codes are stored 16 bytes at a time by the quantizing pass");
+  require_aligned(a.b.tile_map, 16, "cuda", "the workspace", "the tile map is read 16 bytes at a time");
   if (a.b.partial) require_aligned(a.b.partial, 16, "cuda", "the fp8 workspace", "read as float4");
 }
 
@@ -142,6 +163,7 @@ std::shared_ptr<const Plan> plan(const GmmSpec& s, const cuda::Config& c, std::i
   p->args = fp8_mma::plan_args(s, c, rows);
   if (rows == 0) return p;
   p->args.b.sm_count = cached_sm_count(launch_device());
+  p->launches.push_back(cuda::plan_schedule(p->args.b, c.shape.bm));
   p->launches.push_back(plan_main(c.shape, s.down, p->args));
   if (s.down && c.split > 1) p->launches.push_back(cuda::plan_finalize(p->args.b, true, DType::bf16));
   if (!s.down && !fused_up(c.shape)) p->launches.push_back(plan_silu_quant(p->args));

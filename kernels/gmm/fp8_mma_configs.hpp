@@ -27,10 +27,9 @@ inline bool fused_up(const cuda::TileShape& t) { return t.bn / 2 == 128; }
 // A stage's scales, copied with its slice: one x_scale per tile row, one w_scale per n8 tile.
 inline int stage_scales(const cuda::TileShape& t) { return t.bm + t.bn / 8; }
 
-inline std::size_t smem_bytes(const cuda::TileShape& t, std::int64_t experts) {
+inline std::size_t smem_bytes(const cuda::TileShape& t) {
   return static_cast<std::size_t>(t.stages) * static_cast<std::size_t>(t.bm + t.bn) * kRowBytes +
          static_cast<std::size_t>(t.stages) * static_cast<std::size_t>(stage_scales(t)) * 4 +
-         static_cast<std::size_t>(experts + 1) * 4 +                         // tile prefix
          static_cast<std::size_t>(t.bm) * static_cast<std::size_t>(t.warps_n) * 4 * 4;  // fused up: amax parts
 }
 
@@ -44,6 +43,8 @@ struct Args {
   const float* w_scale = nullptr;      // [experts, n_w/128, K/128]
   std::uint8_t* h = nullptr;           // fused up: [rows, I] e4m3
   float* h_scale = nullptr;            // fused up: [rows, I/128]
+  std::uint32_t expert_bytes = 0;      // n_w * K: one expert's weights
+  std::uint32_t up_bytes = 0;          // n_out * K: from a gate row to its up row
   bool ue8m0 = false;
 };
 

@@ -57,7 +57,10 @@ void run_fp8_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, cons
   const long long bound = (static_cast<long long>(a.b.rows) + c.shape.bm - 1) / c.shape.bm + a.b.experts;
   const long long grid = std::min(bound * a.b.n_tiles * a.b.split, max_ctas > 0 ? max_ctas : sms);
   const Fp8Kernel k = s.down ? tile->down : tile->up;
-  emu_launch("gmm_fp8_mma_kernel", grid, c.shape.threads(), fp8_mma::smem_bytes(c.shape, a.b.experts), [&] {
+  const auto schedule = c.shape.bm == 16 ? &emulated::gmm_schedule_kernel<16> : &emulated::gmm_schedule_kernel<32>;
+  emu_launch("gmm_schedule_kernel", 1, cuda::kScheduleThreads, cuda::schedule_smem_bytes(a.b.experts),
+             [&] { schedule(a.b); });
+  emu_launch("gmm_fp8_mma_kernel", grid, c.shape.threads(), fp8_mma::smem_bytes(c.shape), [&] {
     simt::ptx::cp_async_reset();
     k(a);
   });

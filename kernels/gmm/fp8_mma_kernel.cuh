@@ -47,65 +47,92 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
 
   unsigned char* smem = dynamic_smem();
   float* scl = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);  // [STAGES][SC]
-  int* prefix = reinterpret_cast<int*>(scl + STAGES * SC);
-  float* amax_part = reinterpret_cast<float*>(prefix + p.b.experts + 1);  // [BM][WARPS_N * 4]
+  float* amax_part = scl + STAGES * SC;                                // [BM][WARPS_N * 4]
 
   const int tid = thread_x(), lane = tid & 31, warp_n = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int chunk_row = tid / CH, chunk_k = (tid % CH) * 16;
-  // offsets (the tiles' source) and the activations are earlier kernels' outputs, and the
-  // workspace's partials may still be read by the previous call's finalize: wait before all.
+  // Unsigned: a thread index splits with a shift and a mask.
+  const int chunk_row = static_cast<int>(static_cast<unsigned>(tid) / CH);
+  const int chunk_k = static_cast<int>(static_cast<unsigned>(tid) % CH) * 16;
+  // The tile map (the schedule kernel's), the activations and their scales are earlier kernels'
+  // outputs, and the workspace's partials may still be read by the previous call's finalize:
+  // wait before all.
   MOE_GRID_DEPENDENCY_WAIT();
   MOE_LAUNCH_DEPENDENTS();
-  if (warp_n == 0) build_tile_prefix<BM>(p.b, prefix, lane);
-  sync_threads();
 
-  const int E = p.b.experts, KB = p.b.k_dim / BK, NWB = p.b.n_w / BK;
-  const long long total = static_cast<long long>(prefix[E]) * p.b.n_tiles * p.b.split;
-  for (long long tile = block_x(); tile < total; tile += grid_x()) {
-    // Splits vary fastest, then N-tiles: the CTAs sharing an M-tile's activations run together.
-    const int s = static_cast<int>(tile % p.b.split);
-    const long long rest = tile / p.b.split;
-    const int nt = static_cast<int>(rest % p.b.n_tiles), mg = static_cast<int>(rest / p.b.n_tiles);
-    int e = 0;
-    for (int hi = E; hi - e > 1;) {  // the expert owning M-tile mg: prefix[e] <= mg < prefix[hi]
-      const int mid = (e + hi) >> 1;
-      if (prefix[mid] <= mg) e = mid;
-      else hi = mid;
+  const int KB = static_cast<int>(static_cast<unsigned>(p.b.k_dim) / BK), NWB = static_cast<int>(static_cast<unsigned>(p.b.n_w) / BK);
+  // A CTA's tile: splits vary fastest, then N-tiles (the CTAs sharing an M-tile's activations
+  // run together), then M-tiles, whose expert and rows come from one tile map entry; its last
+  // field, the M-tile count, bounds the walk (the map's size until the first entry is read).
+  int total_m = p.b.map_tiles, s = 0, nt = 0, e = -1, row0 = 0, row_end = 0;
+  auto find_tile = [&](int tile) {
+    const int rest = div_fast(tile, p.b.split_div);
+    s = tile - rest * p.b.split;
+    const int mg = div_fast(rest, p.b.n_tiles_div);
+    nt = rest - mg * p.b.n_tiles;
+    if (mg >= total_m) return false;
+    load_i32x4(p.b.tile_map + 4 * mg, e, row0, row_end, total_m);
+    return e >= 0;  // expert -1: past the last M-tile (only the first entry can say so)
+  };
+
+  // Weight row of a shared B row (up: a warp's rows are its gate half, then the matching up
+  // half). Up's N-tiles cover I exactly (a multiple of 128, invalid_reason); down's 256-row
+  // tiles may overhang D (a multiple of 128): rows past it read the last row, never stored.
+  constexpr bool OVERHANG = !UP && BN > 128;
+  auto weight_row = [&](int r) {
+    if constexpr (UP) {
+      constexpr int HALF = WN / 2;
+      const int rr = r % WN, hcol = nt * (BN / 2) + (r / WN) * HALF + rr % HALF;
+      return rr < HALF ? hcol : p.b.n_out + hcol;
+    } else {
+      return min(nt * BN + r, p.b.n_out - 1);
     }
-    const int row0 = seg_begin(p.b, e) + (mg - prefix[e]) * BM, row_end = seg_end(p.b, e);
-    const int kb0 = static_cast<int>(static_cast<long long>(KB) * s / p.b.split);
-    const int kb1 = static_cast<int>(static_cast<long long>(KB) * (s + 1) / p.b.split);
+  };
+  // Each thread's chunks of a stage and their destination. The weights are what a decode tile
+  // waits on: a tile's first weight slice is on its way before anything else of the tile is set
+  // up (the next tile's, at the end of the one before).
+  using Rows = ChunkRows<UP, WN, ROW_STEP>;
+  const std::uint32_t chunk_dst = smem_u32(smem + chunk_row * LDS + chunk_k);
+  const int thread_row = Rows::first(chunk_row);
+  const std::uint32_t thread_up = Rows::thread_up(chunk_row) ? p.up_bytes : 0;
+  const std::uint8_t* b_src[B_CHUNKS];
+  int kb0 = 0, n = 0;
+  auto weights_first = [&]() {
+    kb0 = div_fast(KB * s, p.b.split_div);
+    n = div_fast(KB * (s + 1), p.b.split_div) - kb0;
+    // Offsets inside an expert's weights fit 32 bits (plan_args).
+    const std::uint8_t* gate =
+        p.weight + static_cast<std::size_t>(static_cast<std::uint32_t>(e)) * p.expert_bytes + thread_up +
+        (static_cast<std::uint32_t>(nt * (UP ? BN / 2 : BN) + thread_row) * static_cast<std::uint32_t>(p.b.k_dim) +
+         static_cast<std::uint32_t>(kb0 * BK + chunk_k));
+    const std::uint8_t* up = gate + p.up_bytes;
+#pragma unroll
+    for (int i = 0; i < B_CHUNKS; ++i) {
+      const std::uint32_t row = OVERHANG ? min(Rows::offset(i), p.b.n_out - 1 - nt * BN - thread_row) : Rows::offset(i);
+      b_src[i] = (Rows::up(i) ? up : gate) + row * static_cast<std::uint32_t>(p.b.k_dim);
+      cp_async16(chunk_dst + A_STAGE + i * ROW_STEP * LDS, b_src[i], true);  // n >= 1: split <= K blocks
+      b_src[i] += BK;
+    }
+  };
 
-    // Weight row of a shared B row (up: a warp's rows are its gate half, then the matching up half).
-    auto weight_row = [&](int r) {
-      if constexpr (UP) {
-        constexpr int HALF = WN / 2;
-        const int rr = r % WN, hcol = min(nt * (BN / 2) + (r / WN) * HALF + rr % HALF, p.b.n_out - 1);
-        return rr < HALF ? hcol : p.b.n_out + hcol;
-      } else {
-        return min(nt * BN + r, p.b.n_out - 1);
-      }
-    };
-    // Rows past the segment or n_out read a valid row instead; they are never stored.
+  int tile = static_cast<int>(block_x());
+  if (!find_tile(tile)) return;
+  weights_first();
+  const std::uint32_t sc_dst = smem_u32(scl + tid);
+  for (;;) {
     const std::uint8_t* a_src[A_CHUNKS];
 #pragma unroll
     for (int i = 0; i < A_CHUNKS; ++i)
       a_src[i] = p.act + static_cast<long long>(min(row0 + chunk_row + i * ROW_STEP, row_end - 1)) * p.b.k_dim +
                  kb0 * BK + chunk_k;
-    const std::uint8_t* W = p.weight + static_cast<long long>(e) * p.b.n_w * p.b.k_dim;
-    const std::uint8_t* b_src[B_CHUNKS];
-#pragma unroll
-    for (int i = 0; i < B_CHUNKS; ++i)
-      b_src[i] = W + static_cast<long long>(weight_row(chunk_row + i * ROW_STEP)) * p.b.k_dim + kb0 * BK + chunk_k;
     // The scales travel with their slice through the pipeline: read from global memory inside
     // the k-loop, each slice's promotion waited a dependent load (~1 us at decode).
     const float* sc_src = nullptr;
     if (tid < BM) sc_src = p.act_scale + static_cast<long long>(min(row0 + tid, row_end - 1)) * KB + kb0;
     else if (tid < SC) sc_src = p.w_scale + (static_cast<long long>(e) * NWB + weight_row((tid - BM) * 8) / BK) * KB + kb0;
-    const std::uint32_t chunk_dst = smem_u32(smem + chunk_row * LDS + chunk_k);
-    const std::uint32_t sc_dst = smem_u32(scl + tid);
-    auto load = [&](int stage) {
+    // A stage's activations and scales; its weights too unless `weights` is false (stage 0's
+    // went first).
+    auto load = [&](int stage, bool weights) {
       const std::uint32_t dst = chunk_dst + stage * STAGE_BYTES;
       if (sc_src) cp_async4(sc_dst + stage * SC * 4, sc_src++);
 #pragma unroll
@@ -113,10 +140,12 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
         if ((BM * CH) % THREADS == 0 || chunk_row + i * ROW_STEP < BM) cp_async16(dst + i * ROW_STEP * LDS, a_src[i], true);
         a_src[i] += BK;
       }
+      if (weights) {
 #pragma unroll
-      for (int i = 0; i < B_CHUNKS; ++i) {
-        cp_async16(dst + A_STAGE + i * ROW_STEP * LDS, b_src[i], true);
-        b_src[i] += BK;
+        for (int i = 0; i < B_CHUNKS; ++i) {
+          cp_async16(dst + A_STAGE + i * ROW_STEP * LDS, b_src[i], true);
+          b_src[i] += BK;
+        }
       }
     };
 
@@ -165,16 +194,15 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
 
     // STAGES-1 slices in flight while one is multiplied; every iteration commits a group (empty
     // past the end) so the wait counts stay exact.
-    const int n = kb1 - kb0;
 #pragma unroll
     for (int st = 0; st < STAGES - 1; ++st) {
-      if (st < n) load(st);
+      if (st < n) load(st, st > 0);
       cp_async_commit();
     }
     for (int it = 0; it < n; ++it) {
       cp_async_wait<STAGES - 2>();
       sync_threads();  // slice `it` visible to all; slice it-1's stage free for reuse
-      if (it + STAGES - 1 < n) load((it + STAGES - 1) % STAGES);
+      if (it + STAGES - 1 < n) load((it + STAGES - 1) % STAGES, true);
       cp_async_commit();
       compute(it % STAGES);
     }
@@ -242,7 +270,10 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
           }
         }
     }
-    sync_threads();  // the next tile's prologue overwrites the stages (and the amax parts)
+    sync_threads();  // the next tile's loads overwrite the stages (and the amax parts)
+    tile += static_cast<int>(grid_x());
+    if (!find_tile(tile)) break;
+    weights_first();
   }
 }
 

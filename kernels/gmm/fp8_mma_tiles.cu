@@ -20,7 +20,7 @@ template <int BM, int BN, int WN, int ST, bool UP>
 cuda::PlannedLaunch plan_one(const Args& a) {
   constexpr cuda::TileShape shape{BM, BN, kBlockK, 1, WN, ST};
   const void* kern = reinterpret_cast<const void*>(&cuda::gmm_fp8_mma_kernel<BM, BN, WN, ST, UP>);
-  const std::size_t smem = fp8_mma::smem_bytes(shape, a.b.experts);
+  const std::size_t smem = fp8_mma::smem_bytes(shape);
   const KernelFacts f = kernel_facts(kern, shape.threads(), smem);
   if (f.blocks_per_sm < 1)
     throw Error("gmm: fp8 tile " + std::to_string(BM) + "x" + std::to_string(BN) +
@@ -69,6 +69,7 @@ cuda::PlannedLaunch plan_silu_quant(const Args& a) {
 
 void launch(const cuda::PlannedLaunch& p, const Args& a, void* stream) {
   if (p.grid == 0) return;
+  if (p.launch) return p.launch(p, a.b, stream);  // the schedule kernel (the tile map)
   // Each kernel takes its own argument struct by value.
   if (p.func == kSiluQuant) {
     gmm::fp8_kernels::SiluQuantArgs s{a.b.partial, a.h, a.h_scale, a.b.rows, a.b.n_out, a.b.offsets + a.b.experts, a.ue8m0};
