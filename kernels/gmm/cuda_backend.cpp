@@ -111,6 +111,15 @@ std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& 
     return "split_k must be one of 1,2,3,4,6,8";
   if (std::find(std::begin(kGroupM), std::end(kGroupM), c.group_m) == std::end(kGroupM))
     return "group_m must be one of 1,4,8";
+  // The kernel addresses inside one expert's weights and inside the activations with 32-bit
+  // element offsets.
+  constexpr std::int64_t k32 = std::int64_t{1} << 32;
+  if (s.n_w() * s.k_dim() >= k32)
+    return "one expert's weights (" + std::to_string(s.n_w()) + " x " + std::to_string(s.k_dim()) +
+           ") have 2^32 elements or more, which kernel=mma addresses with 32-bit offsets: use kernel=wgmma";
+  if (s.max_rows() * s.k_dim() >= k32)
+    return "up to " + std::to_string(s.max_rows()) + " rows of " + std::to_string(s.k_dim()) +
+           " elements make 2^32 or more, which kernel=mma addresses with 32-bit offsets: use fewer tokens or kernel=wgmma";
   const std::int64_t k_slices = (s.k_dim() + c.shape.bk - 1) / c.shape.bk;
   if (c.split > k_slices)
     return "split_k=" + std::to_string(c.split) + " is more than the " + std::to_string(k_slices) +

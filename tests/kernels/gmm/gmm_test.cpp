@@ -484,6 +484,12 @@ TEST(GmmCudaSpace, InvalidConfigsAreExplained) {
   EXPECT_EQ(cu.invalid_reason(big, d, small), "") << d.str();
   // Split-K partials that would be huge at prefill sizes are refused.
   EXPECT_NE(reason(big, {{16, 64, 64, 1, 4, 4}, 8}).find("MiB"), std::string::npos);
+  // Activations the kernel's 32-bit offsets cannot reach: 2^19 rows of 8192 (one row short of
+  // them is fine).
+  const Params huge = complete(F().problem_params, gmm_problem(65536, 8, 8, 0, 8192, 1024, 1), "gmm");
+  EXPECT_NE(reason(huge, {{128, 128, 64, 2, 2, 3}, 1}).find("32-bit offsets"), std::string::npos);
+  const Params below = complete(F().problem_params, gmm_problem(65535, 8, 8, 0, 8192, 1024, 1), "gmm");
+  EXPECT_EQ(reason(below, {{128, 128, 64, 2, 2, 3}, 1}), "");
 }
 
 TEST(GmmCudaSpace, EveryBuiltShapeIsSane) {
