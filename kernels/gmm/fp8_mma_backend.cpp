@@ -27,11 +27,12 @@ int n_tiles(const GmmSpec& s, const cuda::TileShape& t) {
   return static_cast<int>((s.n_out() + per - 1) / per);
 }
 
-// Split-K's partials (down) or an unfused up's gate|up rows, for `rows`; after the tile map.
+// Split-K's partials (down) or an unfused up's gate|up rows (a slab per split), for `rows`;
+// after the tile map.
 std::size_t slab_bytes(const GmmSpec& s, const cuda::Config& c, std::int64_t rows) {
   const auto r = static_cast<std::size_t>(rows), nw = static_cast<std::size_t>(s.n_w());
-  if (!s.down) return fused_up(c.shape) ? 0 : r * nw * sizeof(float);
-  return c.split > 1 ? static_cast<std::size_t>(c.split) * r * nw * sizeof(float) : 0;
+  if (!s.down && fused_up(c.shape)) return 0;
+  return s.down && c.split == 1 ? 0 : static_cast<std::size_t>(c.split) * r * nw * sizeof(float);
 }
 
 }  // namespace
@@ -55,8 +56,9 @@ std::string invalid_reason(const GmmSpec& s, const cuda::Config& c, const Device
            ") to be a multiple of " + std::to_string(c.shape.bn / 2);
   if (std::find(std::begin(kSplits), std::end(kSplits), c.split) == std::end(kSplits))
     return "fp8 mma: split_k must be one of 1,2,4,8";
-  if (!s.down && c.split > 1)
-    return "fp8 up requantizes h from whole K sums: split_k must be 1 for stage=up";
+  if (!s.down && c.split > 1 && fused_up(c.shape))
+    return "fp8 up with block_n=256 requantizes h in its epilogue from whole K sums: split_k must be 1 (block_n=128 "
+           "splits K, its silu*up+quant pass sums the splits)";
   if (c.split > s.k_groups())
     return "split_k=" + std::to_string(c.split) + " is more than the " + std::to_string(s.k_groups()) +
            " 128-wide K blocks";

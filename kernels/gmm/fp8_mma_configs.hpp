@@ -52,7 +52,7 @@ struct Args {
 std::vector<cuda::TileShape> tiles();
 
 std::string invalid_reason(const GmmSpec& s, const cuda::Config& c, const DeviceInfo& dev);
-// Split-K's partials (down) or the gate|up slab of an unfused up.
+// The tile map, then split-K's partials (down) or an unfused up's gate|up slabs (one per split).
 std::size_t workspace_bytes(const GmmSpec& s, const cuda::Config& c);
 // The curated (full=false) or whole space of valid configs, and the default.
 std::vector<cuda::Config> space(const GmmSpec& s, const DeviceInfo& dev, bool full);

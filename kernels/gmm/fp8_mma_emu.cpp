@@ -71,9 +71,12 @@ void run_fp8_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, cons
   }
   if (!s.down && !fp8_mma::fused_up(c.shape)) {
     constexpr int kThreads = 256;  // as fp8_mma_tiles.cu launches it
-    const fp8_kernels::SiluQuantArgs q{a.b.partial, a.h, a.h_scale, a.b.rows, a.b.n_out, a.b.offsets + a.b.experts, a.ue8m0};
-    emu_launch("silu_quant_kernel", fp8_kernels::silu_quant_blocks(a.b.rows, a.b.n_out, kThreads), kThreads, 0,
-               [&] { fp8_kernels::silu_quant_kernel<kThreads>(q); }, 5);
+    const fp8_kernels::SiluQuantArgs q{a.b.partial, a.h, a.h_scale, a.b.rows, a.b.n_out, a.b.offsets + a.b.experts, a.ue8m0,
+                                       a.b.split, static_cast<long long>(a.b.rows) * a.b.n_w};
+    emu_launch("silu_quant_kernel", fp8_kernels::silu_quant_blocks(a.b.rows, a.b.n_out, kThreads), kThreads, 0, [&] {
+      if (a.b.split > 1) fp8_kernels::silu_quant_kernel<kThreads, true>(q);
+      else fp8_kernels::silu_quant_kernel<kThreads>(q);
+    }, 5);
   }
 }
 

@@ -49,6 +49,8 @@ Entry entry() {
 const Entry kEntries[] = {entry<16, 128, 4, 4>(), entry<16, 256, 8, 3>(), entry<32, 128, 4, 4>(), entry<32, 256, 8, 3>()};
 
 const void* const kSiluQuant = reinterpret_cast<const void*>(&gmm::fp8_kernels::silu_quant_kernel<kSiluThreads>);
+const void* const kSiluQuantSplit =
+    reinterpret_cast<const void*>(&gmm::fp8_kernels::silu_quant_kernel<kSiluThreads, true>);
 const void* const kFinalize = reinterpret_cast<const void*>(&cuda::gmm_finalize_kernel<false, true>);
 
 }  // namespace
@@ -61,7 +63,7 @@ cuda::PlannedLaunch plan_main(const cuda::TileShape& t, bool down, const Args& a
 
 cuda::PlannedLaunch plan_silu_quant(const Args& a) {
   cuda::PlannedLaunch p;
-  p.func = kSiluQuant;
+  p.func = a.b.split > 1 ? kSiluQuantSplit : kSiluQuant;
   p.grid = static_cast<unsigned>(gmm::fp8_kernels::silu_quant_blocks(a.b.rows, a.b.n_out, kSiluThreads));
   p.threads = kSiluThreads;
   return p;
@@ -71,8 +73,9 @@ void launch(const cuda::PlannedLaunch& p, const Args& a, void* stream) {
   if (p.grid == 0) return;
   if (p.launch) return p.launch(p, a.b, stream);  // the schedule kernel (the tile map)
   // Each kernel takes its own argument struct by value.
-  if (p.func == kSiluQuant) {
-    gmm::fp8_kernels::SiluQuantArgs s{a.b.partial, a.h, a.h_scale, a.b.rows, a.b.n_out, a.b.offsets + a.b.experts, a.ue8m0};
+  if (p.func == kSiluQuant || p.func == kSiluQuantSplit) {
+    gmm::fp8_kernels::SiluQuantArgs s{a.b.partial, a.h, a.h_scale, a.b.rows, a.b.n_out, a.b.offsets + a.b.experts, a.ue8m0,
+                                      a.b.split, static_cast<long long>(a.b.rows) * a.b.n_w};
     return launch_kernel_args(p.func, p.grid, p.threads, p.smem, stream, s);
   }
   if (p.func == kFinalize) {

@@ -4,8 +4,11 @@
 // columns: h [R,I] e4m3 + h_scale [R,I/128], read once and written once. A warp takes four
 // groups of a row; eight lanes share a group, each handling 16 columns (four 16-byte loads of
 // gate and of up, one 16-byte store of codes), the group's amax reduced by shuffles.
-// Device code only: tests/kernels/gmm/fp8_silu_quant_emulation_test.cpp runs it on the cpu
-// under the simt emulator. The cuda backend does not launch it yet (fp8 is refused there).
+// The fp8 decode kernel's unfused up may split K: then `split` slabs of partial gate|up rows,
+// `split_stride` floats apart, are summed in split order (the result does not depend on which
+// CTA finished first) before silu*up. Device code only: the cuda backend launches it after the
+// wgmma GEMM and the decode kernel; tests/kernels/gmm/fp8_silu_quant_emulation_test.cpp runs it
+// on the cpu under the simt emulator.
 #include <cmath>
 #include <cstdint>
 
@@ -27,9 +30,13 @@ struct SiluQuantArgs {
   int I;
   const int* used;   // offsets[E]: rows past it belong to no expert and are left alone; null: all
   bool ue8m0;
+  int split = 1;                // partial slabs to sum
+  long long split_stride = 0;   // floats from one slab to the next
 };
 
-template <int THREADS>
+// SPLIT: sum p.split slabs first (an instantiation of its own: the sums hold twice the registers,
+// which would cost the unsplit pass occupancy).
+template <int THREADS, bool SPLIT = false>
 __global__ void __launch_bounds__(THREADS) silu_quant_kernel(const SiluQuantArgs p) {
   const long long G = p.I / 128, chunks = (G + kGroupsPerWarp - 1) / kGroupsPerWarp;
   const long long warp = (static_cast<long long>(blockIdx.x) * THREADS + threadIdx.x) / 32;
@@ -45,14 +52,32 @@ __global__ void __launch_bounds__(THREADS) silu_quant_kernel(const SiluQuantArgs
   const bool live = grp < G;
   float h[16] = {};
   if (live) {
-    const float4* g4 = reinterpret_cast<const float4*>(p.gu + r * 2 * p.I + grp * 128 + sub * 16);
-    const float4* u4 = reinterpret_cast<const float4*>(p.gu + r * 2 * p.I + p.I + grp * 128 + sub * 16);
+    const float* row = p.gu + r * 2 * p.I + grp * 128 + sub * 16;
+    if constexpr (SPLIT) {
+      float gs[16] = {}, us[16] = {};
+#pragma unroll 1
+      for (int sp = 0; sp < p.split; ++sp, row += p.split_stride) {
+        const float4* g4 = reinterpret_cast<const float4*>(row);
+        const float4* u4 = reinterpret_cast<const float4*>(row + p.I);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float4 g = __ldg(g4 + i), u = __ldg(u4 + i);
-      const float gs[4] = {g.x, g.y, g.z, g.w}, us[4] = {u.x, u.y, u.z, u.w};
+        for (int i = 0; i < 4; ++i) {
+          const float4 g = __ldg(g4 + i), u = __ldg(u4 + i);
+          gs[4 * i] += g.x, gs[4 * i + 1] += g.y, gs[4 * i + 2] += g.z, gs[4 * i + 3] += g.w;
+          us[4 * i] += u.x, us[4 * i + 1] += u.y, us[4 * i + 2] += u.z, us[4 * i + 3] += u.w;
+        }
+      }
 #pragma unroll
-      for (int j = 0; j < 4; ++j) h[4 * i + j] = gs[j] / (1.0f + expf(-gs[j])) * us[j];
+      for (int j = 0; j < 16; ++j) h[j] = gs[j] / (1.0f + expf(-gs[j])) * us[j];
+    } else {
+      const float4* g4 = reinterpret_cast<const float4*>(row);
+      const float4* u4 = reinterpret_cast<const float4*>(row + p.I);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float4 g = __ldg(g4 + i), u = __ldg(u4 + i);
+        const float gs[4] = {g.x, g.y, g.z, g.w}, us[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) h[4 * i + j] = gs[j] / (1.0f + expf(-gs[j])) * us[j];
+      }
     }
   }
   const float amax = fp8::group_amax16(h);

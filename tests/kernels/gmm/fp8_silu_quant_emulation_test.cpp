@@ -3,7 +3,8 @@
 // up in fp64 rounded to fp32, then quantized per 128 group. Rows include all-zero (padding)
 // rows, groups of tiny and of huge values, I/128 not a multiple of four; rows past those in use
 // must stay untouched. Codes within one e4m3 step and scales within one ulp, as validation allows
-// (the kernel's fp32 silu may land a value on the other side of a rounding boundary).
+// (the kernel's fp32 silu may land a value on the other side of a rounding boundary). Split-K
+// slabs are summed first.
 #include "emu/simt_cuda.hpp"  // first: the kernel header below compiles against its CUDA names
 #include <gtest/gtest.h>
 
@@ -44,25 +45,39 @@ TEST(GmmFp8Emulation, SiluUpQuantMatchesTheDefinition) {
         fp8::quantize_row(h.data(), I, want_q.data<std::uint8_t>() + r * I, want_s.data<float>() + r * G, ue8m0);
       }
       const std::int32_t used32 = static_cast<std::int32_t>(used);
-      for (int threads : {64, 256}) {
-        Tensor q(DType::e4m3, {rows, I}), s(DType::f32, {rows, G});
-        poison_host(q.ref());
-        poison_host(s.ref());
-        const fk::SiluQuantArgs a{gu.data(), q.data<std::uint8_t>(), s.data<float>(), rows, I, &used32, ue8m0};
-        const std::string what = std::string(ue8m0 ? "ue8m0" : "fp32") + " I=" + std::to_string(I) +
-                                 " threads=" + std::to_string(threads);
-        ASSERT_NO_THROW(simt::launch(fk::silu_quant_blocks(rows, I, threads), threads, 0,
-                                     [&] { threads == 64 ? fk::silu_quant_kernel<64>(a) : fk::silu_quant_kernel<256>(a); },
-                                     4))
-            << what;
-        // Rows past offsets[E] keep their poison.
-        for (std::int64_t i = used * I; i < rows * I; ++i) ASSERT_TRUE(is_poison(DType::e4m3, q.data<std::uint8_t>() + i)) << what;
-        Tensor gq(DType::e4m3, {used, I}), gs(DType::f32, {used, G});
-        std::memcpy(gq.raw(), q.raw(), gq.nbytes());
-        std::memcpy(gs.raw(), s.raw(), gs.nbytes());
-        for (const Check& c : check_quantized("h", gq, gs, want_q, want_s, ue8m0, nullptr, moe::gmm::kHScaleRtol))
-          EXPECT_TRUE(c.ok) << what << ": " << c.tensor << " " << c.detail;
-      }
+      // Split K (the decode kernel's unfused up): three slabs, halves of gate|up around a slab of
+      // zeros, sum to the same rows exactly in split order.
+      const std::size_t slab = gu.size();
+      std::vector<float> split(3 * slab, 0.0f);
+      for (std::size_t i = 0; i < slab; ++i) split[i] = split[2 * slab + i] = gu[i] * 0.5f;
+      for (int splits : {1, 3})
+        for (int threads : {64, 256}) {
+          Tensor q(DType::e4m3, {rows, I}), s(DType::f32, {rows, G});
+          poison_host(q.ref());
+          poison_host(s.ref());
+          fk::SiluQuantArgs a{gu.data(), q.data<std::uint8_t>(), s.data<float>(), rows, I, &used32, ue8m0};
+          if (splits > 1) {
+            a.gu = split.data();
+            a.split = splits;
+            a.split_stride = static_cast<long long>(slab);
+          }
+          const std::string what = std::string(ue8m0 ? "ue8m0" : "fp32") + " I=" + std::to_string(I) +
+                                   " threads=" + std::to_string(threads) + " splits=" + std::to_string(splits);
+          ASSERT_NO_THROW(simt::launch(fk::silu_quant_blocks(rows, I, threads), threads, 0,
+                                       [&] {
+                                         if (splits > 1) threads == 64 ? fk::silu_quant_kernel<64, true>(a) : fk::silu_quant_kernel<256, true>(a);
+                                         else threads == 64 ? fk::silu_quant_kernel<64>(a) : fk::silu_quant_kernel<256>(a);
+                                       },
+                                       4))
+              << what;
+          // Rows past offsets[E] keep their poison.
+          for (std::int64_t i = used * I; i < rows * I; ++i) ASSERT_TRUE(is_poison(DType::e4m3, q.data<std::uint8_t>() + i)) << what;
+          Tensor gq(DType::e4m3, {used, I}), gs(DType::f32, {used, G});
+          std::memcpy(gq.raw(), q.raw(), gq.nbytes());
+          std::memcpy(gs.raw(), s.raw(), gs.nbytes());
+          for (const Check& c : check_quantized("h", gq, gs, want_q, want_s, ue8m0, nullptr, moe::gmm::kHScaleRtol))
+            EXPECT_TRUE(c.ok) << what << ": " << c.tensor << " " << c.detail;
+        }
     }
 }
 

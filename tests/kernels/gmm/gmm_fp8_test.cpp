@@ -210,9 +210,20 @@ TEST(GmmFp8Problem, RefusesShapesAndConfigs) {
   Params bf16_tile = *mma;
   bf16_tile.set("block_k", std::int64_t{64});
   EXPECT_NE(cuda.invalid_reason(ok, bf16_tile, DeviceInfo{}).find("block_k=128, one scale block"), std::string::npos);
+  // Up splits K only where a second pass sums the splits (block_n=128), not where the epilogue
+  // requantizes h (block_n=256).
   Params split_up = *mma;
   split_up.set("split_k", std::int64_t{2});
-  EXPECT_NE(cuda.invalid_reason(ok, split_up, DeviceInfo{}).find("split_k must be 1 for stage=up"), std::string::npos);
+  split_up.set("block_n", std::int64_t{128});
+  split_up.set("warps_n", std::int64_t{4});
+  split_up.set("stages", std::int64_t{4});
+  EXPECT_EQ(cuda.invalid_reason(ok, split_up, DeviceInfo{}), "") << split_up.str();
+  Params split_fused = split_up;
+  split_fused.set("block_n", std::int64_t{256});
+  split_fused.set("warps_n", std::int64_t{8});
+  split_fused.set("stages", std::int64_t{3});
+  EXPECT_NE(cuda.invalid_reason(ok, split_fused, DeviceInfo{}).find("split_k must be 1 (block_n=128 splits K"),
+            std::string::npos) << split_fused.str();
   // vLLM's spelling is the same problem.
   const ParamSpec* dt = F().problem_param("dtype");
   EXPECT_EQ(parse_value(*dt, "fp8_w8a8"), Value(std::string("fp8")));
