@@ -148,8 +148,8 @@ KernelArgs plan_args(const GmmSpec& s, const Config& c, std::int64_t rows) {
   a.n_tiles = n_tiles(s, c.shape);
   a.group_m = c.group_m;
   a.map_tiles = static_cast<int>((rows + c.shape.bm - 1) / c.shape.bm + s.e_local());
-  // The kernel decodes tile indices in 32 bits.
-  if (static_cast<double>(a.map_tiles) * a.n_tiles * a.split >= 2147483647.0)
+  // The kernel walks tile indices in 32 bits, a grid past the last one.
+  if (static_cast<double>(a.map_tiles) * a.n_tiles * a.split >= 2147483647.0 - (1 << 20))
     throw Error("gmm cuda: " + std::to_string(rows) + " rows make more tiles than the kernel can index; use fewer tokens");
   a.split_div = fast_div_by(a.split);
   a.n_tiles_div = fast_div_by(a.n_tiles);

@@ -50,6 +50,9 @@ std::string invalid_reason(const GmmSpec& s, const cuda::Config& c, const Device
            " warps_m=" + std::to_string(c.shape.warps_m) + " (block_k=128, one scale block; warps_m=1); built: " + built;
   }
   if (c.group_m != 1) return "fp8 mma walks an M-tile's N-tiles in a row: group_m must be 1";
+  if (s.n_w() * s.k_dim() >= (std::int64_t{1} << 32))
+    return "one expert's fp8 weights (" + std::to_string(s.n_w()) + " x " + std::to_string(s.k_dim()) +
+           ") are 4 GiB or more, which the fp8 mma kernel addresses with 32-bit offsets: use kernel=wgmma";
   // Up's tiles hold whole h columns of gate and up rows: none may overhang I (down's may, D).
   if (!s.down && s.n_out() % (c.shape.bn / 2) != 0)
     return "fp8 mma up: block_n=" + std::to_string(c.shape.bn) + " needs I (" + std::to_string(s.n_out()) +
@@ -112,13 +115,9 @@ Args plan_args(const GmmSpec& s, const cuda::Config& c, std::int64_t rows) {
   a.b.split = c.split;
   a.b.n_tiles = n_tiles(s, c.shape);
   a.b.map_tiles = static_cast<int>((rows + c.shape.bm - 1) / c.shape.bm + s.e_local());
-  // The kernel decodes tile indices in 32 bits.
-  if (static_cast<double>(a.b.map_tiles) * a.b.n_tiles * a.b.split >= 2147483647.0)
+  // The kernel walks tile indices in 32 bits, a grid past the last one.
+  if (static_cast<double>(a.b.map_tiles) * a.b.n_tiles * a.b.split >= 2147483647.0 - (1 << 20))
     throw Error("gmm cuda: " + std::to_string(rows) + " rows make more fp8 tiles than the kernel can index; use fewer tokens");
-  // One expert's weights are addressed with 32-bit offsets.
-  if (s.n_w() * s.k_dim() >= (std::int64_t{1} << 32))
-    throw Error("gmm cuda: one expert's fp8 weights (" + std::to_string(s.n_w()) + " x " + std::to_string(s.k_dim()) +
-                ") exceed 4 GiB, which the fp8 mma kernel addresses with 32-bit offsets");
   a.expert_bytes = static_cast<std::uint32_t>(s.n_w() * s.k_dim());
   a.up_bytes = static_cast<std::uint32_t>(s.n_out() * s.k_dim());
   a.b.split_div = cuda::fast_div_by(a.b.split);

@@ -119,8 +119,12 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
   if (!find_tile(tile)) return;
   weights_first();
   // Never taken (split_k <= K blocks): a branch, so that the rest of the set-up is scheduled
-  // after the first weight loads instead of ahead of them.
-  if (kb0 >= KB) return;
+  // after the first weight loads instead of ahead of them. Were it taken, the copies in flight
+  // would land first.
+  if (kb0 >= KB) {
+    cp_async_wait<0>();
+    return;
+  }
   const std::uint32_t sc_dst = smem_u32(scl + tid);
   for (;;) {
     const std::uint8_t* a_src[A_CHUNKS];

@@ -224,6 +224,9 @@ TEST(GmmFp8Problem, RefusesShapesAndConfigs) {
   split_fused.set("stages", std::int64_t{3});
   EXPECT_NE(cuda.invalid_reason(ok, split_fused, DeviceInfo{}).find("split_k must be 1 (block_n=128 splits K"),
             std::string::npos) << split_fused.str();
+  // An expert past the kernel's 32-bit offsets (2I x D = 2^32 bytes of e4m3) is refused with the way out.
+  const Params vast = complete(F().problem_params, fp8_gmm_problem(4, 4, 2, 65536, 32768, 8, "up"), "gmm");
+  EXPECT_NE(cuda.invalid_reason(vast, split_up, DeviceInfo{}).find("32-bit offsets: use kernel=wgmma"), std::string::npos);
   // vLLM's spelling is the same problem.
   const ParamSpec* dt = F().problem_param("dtype");
   EXPECT_EQ(parse_value(*dt, "fp8_w8a8"), Value(std::string("fp8")));
