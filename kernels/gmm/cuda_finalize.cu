@@ -6,21 +6,22 @@ namespace moe::gmm::cuda {
 
 namespace {
 
+// Both passes take the gmm's KernelArgs whichever main kernel they serve (the fp8 one has
+// arguments of its own): their plans launch themselves.
+void launch_with_args(const PlannedLaunch& p, const KernelArgs& a, void* stream) {
+  KernelArgs by_value = a;
+  launch_kernel_args(p.func, p.grid, p.threads, p.smem, stream, by_value);
+}
+
 template <bool UP, bool BF16>
 PlannedLaunch plan(const KernelArgs& a) {
   const long long pairs = static_cast<long long>(a.rows) * (a.n_out / 2);
   PlannedLaunch p;
   p.func = reinterpret_cast<const void*>(&gmm_finalize_kernel<UP, BF16>);
+  p.launch = &launch_with_args;
   p.grid = static_cast<unsigned>(std::min<long long>((pairs + 255) / 256, 8ll * std::max(a.sm_count, 1)));
   p.threads = 256;
   return p;
-}
-
-// The schedule kernel takes the gmm's KernelArgs whichever kernel reads its map (the fp8 one
-// has arguments of its own).
-void launch_with_args(const PlannedLaunch& p, const KernelArgs& a, void* stream) {
-  KernelArgs by_value = a;
-  launch_kernel_args(p.func, p.grid, p.threads, p.smem, stream, by_value);
 }
 
 template <int BM>

@@ -51,7 +51,6 @@ const Entry kEntries[] = {entry<16, 128, 4, 4>(), entry<16, 256, 8, 3>(), entry<
 const void* const kSiluQuant = reinterpret_cast<const void*>(&gmm::fp8_kernels::silu_quant_kernel<kSiluThreads>);
 const void* const kSiluQuantSplit =
     reinterpret_cast<const void*>(&gmm::fp8_kernels::silu_quant_kernel<kSiluThreads, true>);
-const void* const kFinalize = reinterpret_cast<const void*>(&cuda::gmm_finalize_kernel<false, true>);
 
 }  // namespace
 
@@ -71,16 +70,12 @@ cuda::PlannedLaunch plan_silu_quant(const Args& a) {
 
 void launch(const cuda::PlannedLaunch& p, const Args& a, void* stream) {
   if (p.grid == 0) return;
-  if (p.launch) return p.launch(p, a.b, stream);  // the schedule kernel (the tile map)
+  if (p.launch) return p.launch(p, a.b, stream);  // the schedule and split-K finalize kernels
   // Each kernel takes its own argument struct by value.
   if (p.func == kSiluQuant || p.func == kSiluQuantSplit) {
     gmm::fp8_kernels::SiluQuantArgs s{a.b.partial, a.h, a.h_scale, a.b.rows, a.b.n_out, a.b.offsets + a.b.experts, a.ue8m0,
                                       a.b.split, static_cast<long long>(a.b.rows) * a.b.n_w};
     return launch_kernel_args(p.func, p.grid, p.threads, p.smem, stream, s);
-  }
-  if (p.func == kFinalize) {
-    cuda::KernelArgs b = a.b;
-    return launch_kernel_args(p.func, p.grid, p.threads, p.smem, stream, b);
   }
   Args by_value = a;
   launch_kernel_args(p.func, p.grid, p.threads, p.smem, stream, by_value);
