@@ -111,6 +111,9 @@ std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& 
     return "split_k must be one of 1,2,3,4,6,8";
   if (std::find(std::begin(kGroupM), std::end(kGroupM), c.group_m) == std::end(kGroupM))
     return "group_m must be one of 1,4,8";
+  // A 16-row tile is decode's: the kernel walks its tiles one M-tile at a time (cuda_kernel.cuh).
+  if (c.shape.bm == 16 && c.group_m != 1)
+    return "16-row tiles walk their M-tiles one at a time: group_m must be 1";
   // The kernel addresses inside one expert's weights and inside the activations with 32-bit
   // element offsets.
   constexpr std::int64_t k32 = std::int64_t{1} << 32;

@@ -18,40 +18,6 @@
 
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 
-
-// Which weight row a thread's B chunk i of a tile copies, split into the thread's part and a
-// constant of i, so that each chunk's source is one multiply-add from the thread's first and a
-// tile's first weight load needs no per-chunk arithmetic. Chunk i sits in shared row
-// chunk_row + i * ROW_STEP (chunk_row < ROW_STEP). Down: weight row = tile's first + shared row.
-// Up: shared row r belongs to warp column r / WN, whose first half are the gate rows of its HALF
-// h columns and whose second half the up rows of the same columns (n_out further on).
-template <bool UP, int WN, int ROW_STEP>
-struct ChunkRows {
-  static constexpr int HALF = WN / 2;
-  // A thread's chunks share their warp column position (ROW_STEP a multiple of WN) or lie inside
-  // one half of it (ROW_STEP dividing HALF); every tile here is one of the two.
-  static constexpr bool kSpansColumns = ROW_STEP % WN == 0;
-  static_assert(!UP || kSpansColumns || HALF % ROW_STEP == 0, "up: a thread's chunks split evenly over warp columns");
-  // The thread's h column (up) or row (down) within the tile, and whether it copies up rows.
-  GMM_DEVICE static int first(int chunk_row) {
-    if constexpr (!UP || !kSpansColumns) return chunk_row;
-    else return (chunk_row / WN) * HALF + (chunk_row % WN) % HALF;
-  }
-  GMM_DEVICE static bool thread_up(int chunk_row) {
-    if constexpr (UP && kSpansColumns) return chunk_row % WN >= HALF;
-    else return false;
-  }
-  // Chunk i's h column (row) past the thread's first, and whether it is an up row (when the
-  // thread's are not).
-  static constexpr int offset(int i) {
-    const int r = i * ROW_STEP;
-    if (!UP) return r;
-    if (kSpansColumns) return (r / WN) * HALF;
-    return (r / WN) * HALF + (r % WN) % HALF;
-  }
-  static constexpr bool up(int i) { return UP && !kSpansColumns && (i * ROW_STEP) % WN >= HALF; }
-};
-
 // A warp's mma accumulators: MT x NT tiles of four floats.
 template <int MT, int NT>
 GMM_DEVICE void zero_frags(float (&v)[MT][NT][4]) {

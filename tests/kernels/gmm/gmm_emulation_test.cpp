@@ -142,19 +142,23 @@ TEST(GmmEmulation, LongKTripsRemainderAndTail) {
 }
 
 TEST(GmmEmulation, GroupedTileOrder) {
-  // Experts with several 16-row M-tiles, group sizes that do and do not divide the M-tile
-  // count (the last group short), with split-K, on grids of 1, 5 and all CTAs: every tile
-  // exactly once. Split-K needs two K slices of the shape's block_k=64: up's K is the hidden size
-  // (128), down's the intermediate (48), so only up splits.
+  // Experts with several 32-row M-tiles (16-row tiles are decode's and walk them one at a time),
+  // group sizes that do and do not divide the M-tile count (the last group short), with
+  // split-K, on grids of 1, 5 and all CTAs: every tile exactly once. Split-K needs two K slices
+  // of the shape's block_k=64: up's K is the hidden size (128), down's the intermediate (48), so
+  // only up splits.
+  const TileShape tall = shapes()[5];
+  ASSERT_EQ(tall.bm, 32);
+  ASSERT_EQ(tall.bk, 64);
   for (const char* stage : {"up", "down"}) {
-    Params pr = gmm_problem(96, 4, 2, 0, 128, 48, 4, stage);
+    Params pr = gmm_problem(192, 4, 2, 0, 128, 48, 4, stage);
     if (std::string(stage) == "down") pr.set("routed_weight", std::int64_t{1});
     const auto p = prep(pr, {}, 9);
     std::string fails;
     for (int group_m : gmm::cuda::kGroupM)
       for (long long ctas : {1LL, 5LL, 1LL << 20}) {
-        fails += check(p, shapes()[0], 1, ctas, group_m);
-        if (std::string(stage) == "up") fails += check(p, shapes()[0], 2, ctas, group_m);
+        fails += check(p, tall, 1, ctas, group_m);
+        if (std::string(stage) == "up") fails += check(p, tall, 2, ctas, group_m);
       }
     fails += check(p, shapes()[8], 1, 3, 4);  // 64-row tiles: a group larger than some experts' tile count
     EXPECT_TRUE(fails.empty()) << fails;

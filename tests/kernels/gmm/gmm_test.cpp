@@ -462,6 +462,9 @@ TEST(GmmCudaSpace, InvalidConfigsAreExplained) {
   EXPECT_EQ(reason(pr, {{16, 64, 64, 1, 4, 4}, 4}), "");
   EXPECT_NE(reason(pr, {{16, 64, 48, 1, 4, 4}, 1}).find("built:"), std::string::npos);
   EXPECT_NE(reason(pr, {{16, 64, 64, 1, 4, 4}, 5}).find("split_k"), std::string::npos);
+  // Decode's 16-row tiles walk M-tiles one at a time; taller tiles group them.
+  EXPECT_NE(reason(pr, {{16, 64, 64, 1, 4, 4}, 1, 4}).find("group_m must be 1"), std::string::npos);
+  EXPECT_EQ(reason(pr, {{32, 64, 64, 1, 4, 4}, 1, 4}), "");
   // f16 has fewer shapes built than bf16.
   Params f16 = pr;
   f16.set("dtype", std::string("f16"));
