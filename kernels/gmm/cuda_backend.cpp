@@ -158,6 +158,7 @@ KernelArgs plan_args(const GmmSpec& s, const Config& c, std::int64_t rows) {
   a.n_tiles_div = fast_div_by(a.n_tiles);
   a.group_m_div = fast_div_by(a.group_m);
   a.group_tiles_div = fast_div_by(a.group_m * a.n_tiles);
+  set_k_slices(a, c.shape.bk);
   return a;
 }
 

@@ -67,7 +67,27 @@ struct KernelArgs {
   int max_ctas = 0;   // 0: as many as fit at once; tests set it to force several tiles per CTA
   int map_tiles = 0;  // tile map entries: the most M-tiles `rows` can make, ceil(rows/bm) + experts
   FastDiv split_div, n_tiles_div, group_m_div, group_tiles_div;  // by split, n_tiles, group_m, group_m * n_tiles
+  // Split-K's share of the K slices, for decode's 16-row tiles and the fp8 kernel (set_k_slices):
+  // split s takes k_per slices, one more when s < k_extra, starting at s * k_per + min(s, k_extra);
+  // a partial last slice (K not a multiple of block_k) is the last split's.
+  int k_per = 0, k_extra = 0;
+  int tail_split = -1;       // the split with a partial slice (k_last < block_k): the last; else -1
+  int tail_only_split = -1;  // the split whose only slice is partial; else -1
+  std::uint32_t up_elems = 0;  // n_out * k_dim: from a gate row to its up row
+  int neg_split = -1, neg_n_tiles = -1;  // a remainder n - q*d is then one multiply-add
 };
+
+inline void set_k_slices(KernelArgs& a, int bk) {
+  const int slices = (a.k_dim + bk - 1) / bk;
+  const bool partial = a.k_dim % bk != 0;
+  a.k_per = slices / a.split;
+  a.k_extra = slices % a.split;
+  a.tail_split = partial ? a.split - 1 : -1;
+  a.tail_only_split = partial && a.k_per == 1 ? a.split - 1 : -1;
+  a.up_elems = static_cast<std::uint32_t>(a.n_out) * static_cast<std::uint32_t>(a.k_dim);
+  a.neg_split = -a.split;
+  a.neg_n_tiles = -a.n_tiles;
+}
 
 // Planning and launching are apart: a config's launches are planned once (shared-memory
 // opt-in, occupancy, grid) when it is set up, and a timed call only launches what was planned.

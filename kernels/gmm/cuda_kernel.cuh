@@ -28,6 +28,8 @@ using cuda::kScheduleThreads;
 GMM_DEVICE int div_fast(int n, FastDiv f) {
   return static_cast<int>((umulhi(static_cast<std::uint32_t>(n), f.mul) + static_cast<std::uint32_t>(n)) >> f.shift);
 }
+// n - q * d given q = n / d and neg_d = -d.
+GMM_DEVICE int rem_fast(int n, int q, int neg_d) { return n + q * neg_d; }
 
 }  // namespace moe::gmm::GMM_KERNEL_NAMESPACE
 
@@ -56,7 +58,9 @@ struct ChunkRows {
     else return (chunk_row / WN) * HALF + (chunk_row % WN) % HALF;
   }
   GMM_DEVICE static bool thread_up(int chunk_row) {
-    if constexpr (UP && kSpansColumns) return chunk_row % WN >= HALF;
+    // chunk_row % WN >= HALF, WN a power of two: one bit.
+    static_assert((WN & (WN - 1)) == 0, "warp columns are a power of two wide");
+    if constexpr (UP && kSpansColumns) return (static_cast<unsigned>(chunk_row) & HALF) != 0;
     else return false;
   }
   // Chunk i's h column (row) past the thread's first, and whether it is an up row (when the
@@ -95,9 +99,13 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
   constexpr int ROW_STEP = THREADS / CH;
   constexpr int A_CHUNKS = (BM * CH + THREADS - 1) / THREADS, B_CHUNKS = BN * CH / THREADS;
   static_assert(THREADS % CH == 0 && (BN * CH) % THREADS == 0, "whole rows per pass, B chunks spread evenly");
-  // Unsigned: a thread index splits with a shift and a mask.
-  const int chunk_row = static_cast<int>(static_cast<unsigned>(tid) / CH);
-  const int chunk_k = static_cast<int>(static_cast<unsigned>(tid) % CH) * 8;
+  // A 16-row tile is decode's: its CTA is short-lived and waits on the weights alone, so a tile's
+  // first weight slice is on its way before anything else of the tile is set up (the next
+  // tile's, at the end of the one before). Its tiles are walked one M-tile at a time (group_m 1,
+  // invalid_reason). Its thread index splits unsigned: with shifts and masks.
+  constexpr bool DECODE = BM == 16;
+  const int chunk_row = DECODE ? static_cast<int>(static_cast<unsigned>(tid) / CH) : tid / CH;
+  const int chunk_k = (DECODE ? static_cast<int>(static_cast<unsigned>(tid) % CH) : tid % CH) * 8;
   auto a_chunk_live = [&](int i) { return (BM * CH) % THREADS == 0 || chunk_row + i * ROW_STEP < BM; };
   const std::uint32_t chunk_dst = smem_u32(smem + chunk_row * LDS + chunk_k);
   // ldmatrix row addresses of this lane in stage 0 (A: 16 rows x two k halves; B: two n8 x k16).
@@ -108,108 +116,140 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
   // are earlier kernels' outputs, and which weights to load comes from the map: wait first.
   MOE_GRID_DEPENDENCY_WAIT();
   MOE_LAUNCH_DEPENDENTS();
-  const int nk = static_cast<int>((static_cast<unsigned>(p.k_dim) + BK - 1) / BK);
-  // A 16-row tile is decode's: its CTA is short-lived and waits on the weights alone, so a tile's
-  // first weight slice is on its way before anything else of the tile is set up (the next
-  // tile's, at the end of the one before). Its tiles are walked one M-tile at a time (group_m 1,
-  // invalid_reason).
-  constexpr bool DECODE = BM == 16;
-
   // The tile order: splits vary fastest. Then, in groups of group_m M-tiles: the group's M-tiles
   // for one N-tile, then the next N-tile (group_m = 1: an M-tile's rows stay in L2 while N is
   // swept; larger: a weight tile serves group_m CTAs in a row). group_m > 1 (prefill) needs the
   // M-tile count before its first tile; decode's group_m = 1 learns it from its first entry,
   // bounded meanwhile by the map's size (the grid never exceeds it).
+  const int nk = (p.k_dim + BK - 1) / BK;
   int total_m = !DECODE && p.group_m > 1 ? ldg(p.tile_map + 3) : p.map_tiles;
-  int s = 0, nt = 0, e = -1, row0 = 0, row_end = 0;
-  auto find_tile = [&](int t) {
-    const int rest = div_fast(t, p.split_div);
-    s = t - rest * p.split;
-    const int mg = div_fast(rest, p.n_tiles_div);
-    nt = rest - mg * p.n_tiles;
-    if (mg >= total_m) return false;
-    load_i32x4(p.tile_map + 4 * mg, e, row0, row_end, total_m);
-    return e >= 0;  // past the last M-tile (only the first entry can say so)
-  };
 
   // Each thread's chunks, fixed for the whole tile: the source row of each (held as a pointer
   // advanced by BK per slice) and its destination (one register plus immediates). Rows past
   // the segment or past n_out read a valid row instead of zero-filling: an output row (column)
   // depends only on its own A row (B row), and such rows are never stored. Only K needs masking,
-  // and only in the one partial slice at the end of K, which has a loader of its own and goes
-  // first (the sum does not care about order), so every later load is a whole slice.
+  // and only in the one partial slice at the end of K, which has a loader of its own.
   // Offsets within an expert's weights and within the activations fit 32 bits (invalid_reason).
-  int kt0 = 0, n = 0, n_whole = 0, b_shift = 0;
-  bool tail = false;
-  const std::uint16_t* W = p.weight;
-  const std::uint16_t* b_src[B_CHUNKS];
+  //
+  // Decode's walk: a tile's coordinates, then its first weights, then the rest of its set-up.
+  // Taller tiles decode their tile in the loop (with group_m) and split K as (nk * s) / split;
+  // decode takes its split's slices from the host (set_k_slices), without a division.
+  struct Tile {
+    int s = 0, nt = 0, e = -1, row0 = 0, row_end = 0;  // split, N-tile, expert, its rows
+  };
+  // Tile t into u (group_m 1); `first`: a CTA's first tile, inside the map (the grid never
+  // exceeds its tiles).
+  auto find_tile = [&](int t, Tile& u, bool first = false) {
+    const int rest = div_fast(t, p.split_div);
+    u.s = rem_fast(t, rest, p.neg_split);
+    const int mg = div_fast(rest, p.n_tiles_div);
+    u.nt = rem_fast(rest, mg, p.neg_n_tiles);
+    if (!first && mg >= total_m) return false;
+    load_i32x4(p.tile_map + 4 * mg, u.e, u.row0, u.row_end, total_m);
+    return u.e >= 0;  // past the last M-tile (only the first entry can say so)
+  };
+  // The split's first K slice (k_per, k_extra: the host's split of them) and the expert's weights.
+  auto first_slice = [&](const Tile& u) { return u.s * p.k_per + min(u.s, p.k_extra); };
+  auto expert_weights = [&](const Tile& u) {
+    return p.weight + static_cast<std::size_t>(static_cast<std::uint32_t>(u.e)) *
+                          (static_cast<std::uint32_t>(p.n_w) * static_cast<std::uint32_t>(p.k_dim));
+  };
+  // A decode tile's weight sources, each chunk's one multiply-add from the thread's first
+  // (ChunkRows; an up thread's rows are n_out further on: up_elems), and stage 0's weights: the
+  // split's first whole slice, zeros if it has none (decode's partial slice goes to stage 1).
+  // Returns what sets and issues chunks [from, to).
   using Rows = ChunkRows<UP, WN, ROW_STEP>;
   const int thread_row = Rows::first(chunk_row);
-  auto weights = [&](bool issue) {
-    kt0 = div_fast(nk * s, p.split_div);
-    n = div_fast(nk * (s + 1), p.split_div) - kt0;
-    tail = kt0 + n == nk && p.k_dim % BK != 0;
-    n_whole = n - (tail ? 1 : 0);
-    // Byte pointers: each chunk's source is then one multiply-add from the thread's base.
-    const std::uint32_t row_bytes = 2u * static_cast<std::uint32_t>(p.k_dim);
-    W = p.weight + static_cast<std::size_t>(e) * (static_cast<std::uint32_t>(p.n_w) * static_cast<std::uint32_t>(p.k_dim));
-    const char* gate = reinterpret_cast<const char*>(W);
-    if (Rows::thread_up(chunk_row)) gate += static_cast<std::size_t>(p.n_out) * row_bytes;
-    const char* up = gate + static_cast<std::size_t>(p.n_out) * row_bytes;
-    const int tile_row = nt * (UP ? BN / 2 : BN) + thread_row;
-    // Stage 0's weights (issue): the partial slice if this split has it (chunks past k_dim
-    // zero-filled from the row's start), else its first whole slice (n >= 1: split_k <= K slices).
-    // The sources sit at the stage-0 slice until the caller moves them by b_shift to the first
-    // whole slice: after the loads, which wait on nothing else.
-    const std::uint32_t k_first = kt0 * BK + chunk_k;
-    const bool ok = !tail || chunk_k < p.k_dim - (nk - 1) * BK;
-    const std::uint32_t k_src = !issue ? k_first : ok ? k_first + (tail ? n_whole * BK : 0) : 0;
-    b_shift = static_cast<int>(k_first - k_src);
-    gate += 2 * k_src;
-    up += 2 * k_src;
+  const std::uint16_t* b_next[B_CHUNKS];
+  auto decode_weights = [&](const Tile& u) {
+    const std::uint16_t* W = expert_weights(u);
+    const int tile_row = u.nt * (UP ? BN / 2 : BN) + thread_row, last_row = p.n_out - 1;
+    const std::uint32_t k_off =
+        first_slice(u) * BK + chunk_k + (Rows::thread_up(chunk_row) ? p.up_elems : 0u);
+    const bool live = u.s != p.tail_only_split;
+    return [=, &b_next](int from, int to) {
 #pragma unroll
-    for (int i = 0; i < B_CHUNKS; ++i) {
-      // Rows past n_out read the last one (never stored).
-      const std::size_t row = static_cast<std::uint32_t>(min(tile_row + Rows::offset(i), p.n_out - 1));
-      b_src[i] = reinterpret_cast<const std::uint16_t*>((Rows::up(i) ? up : gate) + row * row_bytes);
-      if (issue) cp_async16(chunk_dst + (A_STAGE + i * ROW_STEP * LDS) * 2, b_src[i], ok);
-    }
+      for (int i = 0; i < B_CHUNKS; ++i) {
+        if (i < from || i >= to) continue;
+        const int row = min(tile_row + Rows::offset(i), last_row);
+        b_next[i] = W + (static_cast<std::uint32_t>(row) * static_cast<std::uint32_t>(p.k_dim) + k_off +
+                         (Rows::up(i) ? p.up_elems : 0u));
+        cp_async16(chunk_dst + (A_STAGE + i * ROW_STEP * LDS) * 2, b_next[i], live);
+      }
+    };
   };
+  Tile next;
   if constexpr (DECODE) {
-    if (!find_tile(static_cast<int>(block_x()))) return;
-    weights(true);
-    // Never taken (split_k <= K slices): a branch, so that the rest of the set-up is scheduled
-    // after the first weight loads instead of ahead of them. Were it taken, the copies in flight
+    if (!find_tile(static_cast<int>(block_x()), next, true)) return;
+    const auto chunks = decode_weights(next);
+    chunks(0, 1);
+    // Never taken: a branch, so that the other chunks and the rest of the set-up are scheduled
+    // after the first weight load instead of ahead of it. Were it taken, the copies in flight
     // would land first.
-    if (n < 1) {
+    if (next.s < 0) {
       cp_async_wait<0>();
       return;
     }
+    chunks(1, B_CHUNKS);
   }
   for (int t = static_cast<int>(block_x());; t += static_cast<int>(grid_x())) {
-    if constexpr (!DECODE) {
+    int s, nt, row0, row_end, kt0, n;
+    bool tail;
+    const std::uint16_t* W;
+    const std::uint16_t* b_src[B_CHUNKS];
+    if constexpr (DECODE) {
+      s = next.s, nt = next.nt, row0 = next.row0, row_end = next.row_end;
+      kt0 = first_slice(next);
+      n = p.k_per + (s < p.k_extra ? 1 : 0);
+      tail = s == p.tail_split;  // the partial last slice is the last split's
+      W = expert_weights(next);
+#pragma unroll
+      for (int i = 0; i < B_CHUNKS; ++i) b_src[i] = b_next[i];
+    } else {
+      const int rest = div_fast(t, p.split_div);
+      s = t - rest * p.split;  // splits vary fastest
+      int mg;
       if (p.group_m == 1) {
-        if (!find_tile(t)) break;
+        mg = div_fast(rest, p.n_tiles_div);
+        nt = rest - mg * p.n_tiles;
       } else {
         // A short last group keeps its group_m slots per N-tile; those past the last M-tile are
         // skipped (dividing by the short group's size would put a division before every load).
-        const int rest = div_fast(t, p.split_div);
-        s = t - rest * p.split;
         const int g = div_fast(rest, p.group_tiles_div), in_group = rest - g * p.group_m * p.n_tiles;
         nt = div_fast(in_group, p.group_m_div);
-        const int mg = g * p.group_m + (in_group - nt * p.group_m);
+        mg = g * p.group_m + (in_group - nt * p.group_m);
         if (mg >= total_m && g * p.group_m < total_m) continue;
-        if (mg >= total_m) break;
-        load_i32x4(p.tile_map + 4 * mg, e, row0, row_end, total_m);
-        if (e < 0) break;
       }
-      weights(false);
-    }
-    // The tile's own copy (a decode tile's moved from its stage-0 slice): what the k-loop walks.
-    const std::uint16_t* bs[B_CHUNKS];
+      if (mg >= total_m) break;
+      int e;
+      load_i32x4(p.tile_map + 4 * mg, e, row0, row_end, total_m);
+      if (e < 0) break;  // past the last M-tile (only the first entry can say so)
+      kt0 = div_fast(nk * s, p.split_div);
+      const int kt1 = div_fast(nk * (s + 1), p.split_div);
+      n = kt1 - kt0;
+      tail = kt1 == nk && p.k_dim % BK != 0;
+      W = p.weight + static_cast<std::size_t>(e) * p.n_w * p.k_dim;
+      const std::uint32_t k_first = kt0 * BK + chunk_k;
 #pragma unroll
-    for (int i = 0; i < B_CHUNKS; ++i) bs[i] = b_src[i] + b_shift;
+      for (int i = 0; i < B_CHUNKS; ++i) {
+        const int r = chunk_row + i * ROW_STEP;
+        int wrow;
+        if constexpr (UP) {
+          // Shared row r belongs to warp column r / WN: its first half are gate rows, its
+          // second half the up rows of the same h columns.
+          constexpr int HALF = WN / 2;
+          const int rr = r % WN;
+          const int hcol = min(nt * (BN / 2) + (r / WN) * HALF + (rr % HALF), p.n_out - 1);
+          wrow = rr < HALF ? hcol : p.n_out + hcol;
+        } else {
+          wrow = min(nt * BN + r, p.n_out - 1);
+        }
+        b_src[i] = W + (static_cast<std::uint32_t>(wrow) * static_cast<std::uint32_t>(p.k_dim) + k_first);
+      }
+    }
+    const int n_whole = n - (tail ? 1 : 0);
     const std::uint32_t k_first = kt0 * BK + chunk_k;
+
     const std::uint16_t* a_src[A_CHUNKS];
 #pragma unroll
     for (int i = 0; i < A_CHUNKS; ++i)
@@ -223,25 +263,25 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
       const std::uint32_t dst = chunk_dst + off;
 #pragma unroll
       for (int i = 0; i < B_CHUNKS; ++i)
-        if (weights) cp_async16(dst + (A_STAGE + i * ROW_STEP * LDS) * 2, bs[i] + j * BK, live);
+        if (weights) cp_async16(dst + (A_STAGE + i * ROW_STEP * LDS) * 2, b_src[i] + j * BK, live);
 #pragma unroll
       for (int i = 0; i < A_CHUNKS; ++i)
         if (a_chunk_live(i)) cp_async16(dst + i * ROW_STEP * LDS * 2, a_src[i] + j * BK, live);
     };
     auto advance = [&](int slices) {
 #pragma unroll
-      for (int i = 0; i < B_CHUNKS; ++i) bs[i] += slices * BK;
+      for (int i = 0; i < B_CHUNKS; ++i) b_src[i] += slices * BK;
 #pragma unroll
       for (int i = 0; i < A_CHUNKS; ++i) a_src[i] += slices * BK;
     };
     // The partial last slice of K, `back` whole slices past the sources: chunks past k_dim are
     // zero-filled (nothing read).
-    auto load_tail = [&](std::uint32_t off, int back, bool weights) {
+    auto load_tail = [&](std::uint32_t off, int back) {
       const std::uint32_t dst = chunk_dst + off;
       const bool ok = chunk_k < p.k_dim - (nk - 1) * BK;
 #pragma unroll
       for (int i = 0; i < B_CHUNKS; ++i)
-        if (weights) cp_async16(dst + (A_STAGE + i * ROW_STEP * LDS) * 2, ok ? bs[i] + back * BK : W, ok);
+        cp_async16(dst + (A_STAGE + i * ROW_STEP * LDS) * 2, ok ? b_src[i] + back * BK : W, ok);
 #pragma unroll
       for (int i = 0; i < A_CHUNKS; ++i)
         if (a_chunk_live(i)) cp_async16(dst + i * ROW_STEP * LDS * 2, ok ? a_src[i] + back * BK : p.act, ok);
@@ -249,16 +289,21 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
 
     // The pipeline: STAGES-1 slices in flight while one is multiplied. Every iteration commits
     // a group so wait_group counts stay exact. The partial slice of K, if this split has it, goes
-    // first (the sum does not care about order), so every later load is a whole slice: the
-    // k-loop proper and the rest share one loader and the rest needs no K mask.
-    if (tail) load_tail(0, n_whole, !DECODE);
+    // in the prologue (the sum does not care about order), so every later load is a whole slice:
+    // the k-loop proper and the rest share one loader and the rest needs no K mask. It takes
+    // stage 0, or stage 1 in a decode tile, whose stage 0 is the first whole slice (its weights
+    // issued first, unmasked).
+    constexpr int TAIL_STAGE = DECODE ? 1 : 0;
+    static_assert(TAIL_STAGE < STAGES - 1, "the partial slice has a stage in the prologue");
+    if (!DECODE && tail) load_tail(0, n_whole);
 #pragma unroll
     for (int st = 0; st < STAGES - 1; ++st) {
-      if (st == 0 && tail) {
+      if (st == TAIL_STAGE && tail) {
+        if (DECODE) load_tail(st * STAGE_BYTES, n_whole);
         cp_async_commit();
         continue;
       }
-      const int w = st - (tail ? 1 : 0);  // the whole slice this stage gets
+      const int w = st - (tail && st > TAIL_STAGE ? 1 : 0);  // the whole slice this stage gets
       load_full(st * STAGE_BYTES, w, w < n_whole, !DECODE || st > 0);
       cp_async_commit();
     }
@@ -362,8 +407,8 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
       }
     sync_threads();  // the next tile's prologue overwrites the stages
     if constexpr (DECODE) {
-      if (!find_tile(t + static_cast<int>(grid_x()))) break;
-      weights(true);
+      if (!find_tile(t + static_cast<int>(grid_x()), next)) break;
+      decode_weights(next)(0, B_CHUNKS);
     }
   }
 }

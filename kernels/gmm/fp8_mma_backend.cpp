@@ -122,6 +122,7 @@ Args plan_args(const GmmSpec& s, const cuda::Config& c, std::int64_t rows) {
   a.up_bytes = static_cast<std::uint32_t>(s.n_out() * s.k_dim());
   a.b.split_div = cuda::fast_div_by(a.b.split);
   a.b.n_tiles_div = cuda::fast_div_by(a.b.n_tiles);
+  cuda::set_k_slices(a.b, fp8_mma::kBlockK);
   a.ue8m0 = s.ue8m0;
   return a;
 }

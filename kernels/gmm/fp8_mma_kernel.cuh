@@ -64,12 +64,13 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
   // run together), then M-tiles, whose expert and rows come from one tile map entry; its last
   // field, the M-tile count, bounds the walk (the map's size until the first entry is read).
   int total_m = p.b.map_tiles, s = 0, nt = 0, e = -1, row0 = 0, row_end = 0;
-  auto find_tile = [&](int tile) {
+  // `first`: a CTA's first tile, inside the map (the grid never exceeds its tiles).
+  auto find_tile = [&](int tile, bool first = false) {
     const int rest = div_fast(tile, p.b.split_div);
-    s = tile - rest * p.b.split;
+    s = rem_fast(tile, rest, p.b.neg_split);
     const int mg = div_fast(rest, p.b.n_tiles_div);
-    nt = rest - mg * p.b.n_tiles;
-    if (mg >= total_m) return false;
+    nt = rem_fast(rest, mg, p.b.neg_n_tiles);
+    if (!first && mg >= total_m) return false;
     load_i32x4(p.b.tile_map + 4 * mg, e, row0, row_end, total_m);
     return e >= 0;  // expert -1: past the last M-tile (only the first entry can say so)
   };
@@ -96,9 +97,10 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
   const std::uint32_t thread_up = Rows::thread_up(chunk_row) ? p.up_bytes : 0;
   const std::uint8_t* b_src[B_CHUNKS];
   int kb0 = 0, n = 0;
-  auto weights_first = [&]() {
-    kb0 = div_fast(KB * s, p.b.split_div);
-    n = div_fast(KB * (s + 1), p.b.split_div) - kb0;
+  // Chunks [from, to) of the tile's first slice (the split's first K block: k_per and k_extra
+  // are the host's split of them, n >= 1 of them as split_k <= K blocks).
+  auto weights_first = [&](int from, int to) {
+    kb0 = s * p.b.k_per + min(s, p.b.k_extra);
     // Offsets inside an expert's weights fit 32 bits (plan_args).
     const std::uint8_t* gate =
         p.weight + static_cast<std::size_t>(static_cast<std::uint32_t>(e)) * p.expert_bytes + thread_up +
@@ -107,23 +109,26 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
     const std::uint8_t* up = gate + p.up_bytes;
 #pragma unroll
     for (int i = 0; i < B_CHUNKS; ++i) {
+      if (i < from || i >= to) continue;
       const std::uint32_t row = OVERHANG ? min(Rows::offset(i), p.b.n_out - 1 - nt * BN - thread_row) : Rows::offset(i);
       b_src[i] = (Rows::up(i) ? up : gate) + row * static_cast<std::uint32_t>(p.b.k_dim);
-      cp_async16(chunk_dst + A_STAGE + i * ROW_STEP * LDS, b_src[i], true);  // n >= 1: split <= K blocks
+      cp_async16(chunk_dst + A_STAGE + i * ROW_STEP * LDS, b_src[i], true);
       b_src[i] += BK;
     }
+    if (to == B_CHUNKS) n = p.b.k_per + (s < p.b.k_extra ? 1 : 0);
   };
 
   int tile = static_cast<int>(block_x());
-  if (!find_tile(tile)) return;
-  weights_first();
-  // Never taken (split_k <= K blocks): a branch, so that the rest of the set-up is scheduled
-  // after the first weight loads instead of ahead of them. Were it taken, the copies in flight
+  if (!find_tile(tile, true)) return;
+  weights_first(0, 1);
+  // Never taken: a branch, so that the other chunks and the rest of the set-up are scheduled
+  // after the first weight load instead of ahead of it. Were it taken, the copies in flight
   // would land first.
-  if (kb0 >= KB) {
+  if (kb0 < 0) {
     cp_async_wait<0>();
     return;
   }
+  weights_first(1, B_CHUNKS);
   const std::uint32_t sc_dst = smem_u32(scl + tid);
   for (;;) {
     const std::uint8_t* a_src[A_CHUNKS];
@@ -279,7 +284,7 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
     sync_threads();  // the next tile's loads overwrite the stages (and the amax parts)
     tile += static_cast<int>(grid_x());
     if (!find_tile(tile)) break;
-    weights_first();
+    weights_first(0, B_CHUNKS);
   }
 }
 

@@ -3,12 +3,14 @@
 // validation catching broken outputs, and the host-memory refusal.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
 
@@ -435,6 +437,40 @@ TEST(GmmCudaKernel, FastDivisionMatchesDivision) {
     for (int n : ns)
       if (n >= 0) ASSERT_EQ(gmm::cuda::fast_div(n, f), n / d) << n << " / " << d;
   }
+}
+
+TEST(GmmCudaKernel, SplitKSlicesCoverKOnceInOrder) {
+  // Decode's kernels take their split's K slices from the host's split of them: split s starts at
+  // s * k_per + min(s, k_extra) and takes k_per (+1 below k_extra) slices. Every slice exactly
+  // once, in split order, at least one each; the partial slice (the last) is the last split's,
+  // which is named as holding only it when it does.
+  for (int bk : {32, 64, 128})
+    for (int k : {8, 40, 96, 128, 160, 232, 768, 808, 7168})
+      for (int split : {1, 2, 3, 4, 6, 8}) {
+        const int slices = (k + bk - 1) / bk;
+        if (split > slices) continue;
+        gmm::cuda::KernelArgs a;
+        a.k_dim = k;
+        a.split = split;
+        a.n_out = 48;
+        a.n_tiles = 3;
+        gmm::cuda::set_k_slices(a, bk);
+        const std::string what = "K=" + std::to_string(k) + " bk=" + std::to_string(bk) + " split=" + std::to_string(split);
+        int next = 0;
+        for (int s = 0; s < split; ++s) {
+          const int first = s * a.k_per + std::min(s, a.k_extra), n = a.k_per + (s < a.k_extra ? 1 : 0);
+          EXPECT_EQ(first, next) << what << " s=" << s;
+          EXPECT_GE(n, 1) << what << " s=" << s;
+          next = first + n;
+          const bool partial = k % bk != 0 && first + n == slices;
+          EXPECT_EQ(a.tail_split == s, partial) << what << " s=" << s;
+          EXPECT_EQ(a.tail_only_split == s, partial && n == 1) << what << " s=" << s;
+        }
+        EXPECT_EQ(next, slices) << what;
+        EXPECT_EQ(a.up_elems, 48u * static_cast<unsigned>(k)) << what;
+        EXPECT_EQ(a.neg_split, -split) << what;
+        EXPECT_EQ(a.neg_n_tiles, -3) << what;
+      }
 }
 
 TEST(GmmCudaSpace, ConfigParamsNameTheMmaKernelAndRoundTrip) {
