@@ -185,8 +185,9 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
     chunks(0, 1);
     // Never taken: a branch, so that the other chunks and the rest of the set-up are scheduled
     // after the first weight load instead of ahead of it. Were it taken, the copies in flight
-    // would land first.
+    // would land first (committed, then waited for).
     if (next.s < 0) {
+      cp_async_commit();
       cp_async_wait<0>();
       return;
     }

@@ -6,6 +6,7 @@
 // activations must come out exactly where the reference has them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -75,21 +76,26 @@ TEST(GmmFp8MmaEmulation, EveryConfigBothStagesAndScaleFormats) {
 }
 
 TEST(GmmFp8MmaEmulation, RaggedSegmentsAndKBlockBoundaries) {
-  // align 1: segments of 0, 1, 17 and 33 rows end inside M tiles; down's K = 384 is three
-  // blocks, which splits of 2 and 4 cut unevenly (a split may get none); up's K = 128 is one.
+  // align 1: segments of 0, 1, 17 and 33 rows end inside M tiles; up's K = 640 is five blocks,
+  // down's 1152 nine, which splits of 2, 4 and 8 cut unevenly (the host gives the first splits
+  // one block more; every split at least one). Split 8 exceeds up's blocks and is refused.
   TensorMap given;
   given["offsets"] = i32_tensor({0, 0, 1, 18, 51});
   for (const char* stage : {"up", "down"}) {
     const bool up = std::string(stage) == "up";
-    const auto p = prep(fp8_gmm_problem(51, 4, 1, up ? 128 : 256, up ? 256 : 384, 1, stage), given, 11);
+    const auto p = prep(fp8_gmm_problem(51, 4, 1, up ? 640 : 256, up ? 256 : 1152, 1, stage), given, 11);
     std::string fails;
+    std::vector<int> ran;
     for (auto& t : gmm::fp8_mma::tiles())
-      for (int split : {1, 2, 4}) {
+      for (int split : {1, 2, 4, 8}) {
         const Config c{t, split, 1};
-        if (gmm::fp8_mma::invalid_reason(GmmSpec::parse(p.problem), c, emu_device_info()).empty())
-          fails += check(p, c, split == 2 ? 1 : 1 << 20);
+        if (!gmm::fp8_mma::invalid_reason(GmmSpec::parse(p.problem), c, emu_device_info()).empty()) continue;
+        fails += check(p, c, split == 2 ? 1 : 1 << 20);
+        ran.push_back(split);
       }
     EXPECT_TRUE(fails.empty()) << fails;
+    for (int split : {1, 2, 4}) EXPECT_NE(std::count(ran.begin(), ran.end(), split), 0) << stage << " split " << split;
+    EXPECT_EQ(std::count(ran.begin(), ran.end(), 8) != 0, !up) << stage;
   }
 }
 
