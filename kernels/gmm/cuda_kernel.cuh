@@ -134,22 +134,10 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
   // Decode's walk: a tile's coordinates, then its first weights, then the rest of its set-up.
   // Taller tiles decode their tile in the loop (with group_m) and split K as (nk * s) / split;
   // decode takes its split's slices from the host (set_k_slices), without a division.
-  struct Tile {
-    int s = 0, nt = 0, e = -1, row0 = 0, row_end = 0;  // split, N-tile, expert, its rows
-  };
-  // Tile t into u (group_m 1); `first`: a CTA's first tile, inside the map (the grid never
-  // exceeds its tiles).
-  auto find_tile = [&](int t, Tile& u, bool first = false) {
-    const int rest = div_fast(t, p.split_div);
-    u.s = rem_fast(t, rest, p.neg_split);
-    const int mg = div_fast(rest, p.n_tiles_div);
-    u.nt = rem_fast(rest, mg, p.neg_n_tiles);
-    if (!first && mg >= total_m) return false;
-    load_i32x4(p.tile_map + 4 * mg, u.e, u.row0, u.row_end, total_m);
-    return u.e >= 0;  // past the last M-tile (only the first entry can say so)
-  };
-  // The split's first K slice (k_per, k_extra: the host's split of them) and the expert's weights.
-  auto first_slice = [&](const Tile& u) { return u.s * p.k_per + min(u.s, p.k_extra); };
+  using Tile = DecodeTile;
+  auto find_tile = [&](int t, Tile& u, bool first = false) { return find_decode_tile(p, t, total_m, first, u); };
+  // The split's first K slice and the expert's weights.
+  auto first_slice = [&](const Tile& u) { return first_k_slice(p, u.s); };
   auto expert_weights = [&](const Tile& u) {
     return p.weight + static_cast<std::size_t>(static_cast<std::uint32_t>(u.e)) *
                           (static_cast<std::uint32_t>(p.n_w) * static_cast<std::uint32_t>(p.k_dim));

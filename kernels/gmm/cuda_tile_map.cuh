@@ -16,6 +16,25 @@ GMM_DEVICE int seg_end(const KernelArgs& p, int e) {
   return max(seg_begin(p, e), min(max(ldg(p.offsets + e + 1), 0), p.rows));
 }
 
+// A decode kernel's tile (group_m 1): split, N-tile, expert and its rows.
+struct DecodeTile {
+  int s = 0, nt = 0, e = -1, row0 = 0, row_end = 0;
+};
+// Tile t of a decode walk into u: splits vary fastest, then N-tiles, then M-tiles, whose entry's
+// last field (the M-tile count) replaces total_m (the map's size until then). `first`: a CTA's
+// first tile, inside the map (the grid never exceeds its tiles). False past the last M-tile.
+GMM_DEVICE bool find_decode_tile(const KernelArgs& p, int t, int& total_m, bool first, DecodeTile& u) {
+  const int rest = div_fast(t, p.split_div);
+  u.s = rem_fast(t, rest, p.neg_split);
+  const int mg = div_fast(rest, p.n_tiles_div);
+  u.nt = rem_fast(rest, mg, p.neg_n_tiles);
+  if (!first && mg >= total_m) return false;
+  load_i32x4(p.tile_map + 4 * mg, u.e, u.row0, u.row_end, total_m);
+  return u.e >= 0;  // expert -1: past the last M-tile (only the first entry can say so)
+}
+// The first K slice of split s (k_per, k_extra: the host's split of them, set_k_slices).
+GMM_DEVICE int first_k_slice(const KernelArgs& p, int s) { return s * p.k_per + min(s, p.k_extra); }
+
 // Warp 0 writes prefix[e] = M-tiles of experts before e, prefix[E] = all M-tiles. Each lane
 // sums a contiguous run of experts, then one warp scan joins the runs.
 template <int BM>

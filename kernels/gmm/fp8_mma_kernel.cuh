@@ -63,17 +63,10 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
   // A CTA's tile: splits vary fastest, then N-tiles (the CTAs sharing an M-tile's activations
   // run together), then M-tiles, whose expert and rows come from one tile map entry; its last
   // field, the M-tile count, bounds the walk (the map's size until the first entry is read).
-  int total_m = p.b.map_tiles, s = 0, nt = 0, e = -1, row0 = 0, row_end = 0;
-  // `first`: a CTA's first tile, inside the map (the grid never exceeds its tiles).
-  auto find_tile = [&](int tile, bool first = false) {
-    const int rest = div_fast(tile, p.b.split_div);
-    s = rem_fast(tile, rest, p.b.neg_split);
-    const int mg = div_fast(rest, p.b.n_tiles_div);
-    nt = rem_fast(rest, mg, p.b.neg_n_tiles);
-    if (!first && mg >= total_m) return false;
-    load_i32x4(p.b.tile_map + 4 * mg, e, row0, row_end, total_m);
-    return e >= 0;  // expert -1: past the last M-tile (only the first entry can say so)
-  };
+  int total_m = p.b.map_tiles;
+  DecodeTile tile_now;
+  int &s = tile_now.s, &nt = tile_now.nt, &e = tile_now.e, &row0 = tile_now.row0, &row_end = tile_now.row_end;
+  auto find_tile = [&](int tile, bool first = false) { return find_decode_tile(p.b, tile, total_m, first, tile_now); };
 
   // Weight row of a shared B row (up: a warp's rows are its gate half, then the matching up
   // half). Up's N-tiles cover I exactly (a multiple of 128, invalid_reason); down's 256-row
@@ -100,7 +93,7 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
   // Chunks [from, to) of the tile's first slice (the split's first K block: k_per and k_extra
   // are the host's split of them, n >= 1 of them as split_k <= K blocks).
   auto weights_first = [&](int from, int to) {
-    kb0 = s * p.b.k_per + min(s, p.b.k_extra);
+    kb0 = first_k_slice(p.b, s);
     // Offsets inside an expert's weights fit 32 bits (plan_args).
     const std::uint8_t* gate =
         p.weight + static_cast<std::size_t>(static_cast<std::uint32_t>(e)) * p.expert_bytes + thread_up +
