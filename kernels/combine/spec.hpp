@@ -13,6 +13,7 @@
 // which differs by at most an ulp.
 #include <cstdint>
 
+#include "common/max_rows.hpp"
 #include "moe/dtype.hpp"
 #include "moe/params.hpp"
 
@@ -27,9 +28,9 @@ struct CombineSpec {
   double eps = 1e-6;
 
   std::int64_t slots() const { return T * K; }
-  // The most rows dispatch can make (the length of y_sorted): every slot, plus a partial
-  // alignment block per expert.
-  std::int64_t max_rows() const { return slots() + (E + S) * (A - 1); }
+  // The most rows dispatch can make (the length of y_sorted), whichever experts are local
+  // (common/max_rows.hpp).
+  std::int64_t max_rows() const { return max_dispatch_rows(T, K, E + S, A); }
   static CombineSpec parse(const Params& p);  // Error naming what is inconsistent
 };
 

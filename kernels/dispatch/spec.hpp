@@ -3,6 +3,7 @@
 // reference, the backends and the combine family (which routes through the same maps).
 #include <cstdint>
 
+#include "common/max_rows.hpp"
 #include "moe/dtype.hpp"
 #include "moe/params.hpp"
 
@@ -25,8 +26,8 @@ struct DispatchSpec {
   DType out_dtype() const { return fp8 ? DType::e4m3 : dtype; }
   std::int64_t slots() const { return T * K; }
   std::int64_t local() const { return e1 - e0; }
-  // The most rows any routing can produce: every slot local plus full padding per expert.
-  std::int64_t max_rows() const { return slots() + local() * (A - 1); }
+  // The most rows any routing can produce (common/max_rows.hpp).
+  std::int64_t max_rows() const { return max_dispatch_rows(T, K, local(), A); }
 
   // From a complete problem; an Error names the inconsistent values and what to change.
   static DispatchSpec parse(const Params& p);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/max_rows.hpp"
 #include "moe/dtype.hpp"
 #include "moe/params.hpp"
 
@@ -42,11 +43,8 @@ struct GmmSpec {
   std::size_t weight_bytes_per_expert() const {
     return static_cast<std::size_t>(n_w()) * static_cast<std::size_t>(k_dim()) * elem_bytes();
   }
-  // Most rows dispatch can produce: a token reaches at most min(slots, local experts) local
-  // experts (its experts are distinct), plus a pad block per expert.
-  std::int64_t max_rows() const {
-    return tokens * (slots() < e_local() ? slots() : e_local()) + e_local() * (align - 1);
-  }
+  // Most rows dispatch can produce (common/max_rows.hpp: the one bound every stage sizes by).
+  std::int64_t max_rows() const { return max_dispatch_rows(tokens, slots(), e_local(), align); }
   // Rows an active local expert gets on average (routed experts; shared ones get every token).
   double avg_rows_per_expert() const;
 

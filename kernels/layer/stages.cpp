@@ -1,5 +1,7 @@
 #include "layer/stages.hpp"
 
+#include "common/max_rows.hpp"
+
 #include <algorithm>
 
 namespace moe {
@@ -38,8 +40,7 @@ ExpertRange layer_experts(const Params& L) {
 }
 
 std::int64_t layer_max_rows(const Params& L) {
-  const std::int64_t K = L.i("topk") + L.i("shared");
-  return L.i("tokens") * K + layer_experts(L).count() * (L.i("align") - 1);
+  return max_dispatch_rows(L.i("tokens"), L.i("topk") + L.i("shared"), layer_experts(L).count(), L.i("align"));
 }
 
 }  // namespace moe

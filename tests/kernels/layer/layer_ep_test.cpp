@@ -8,6 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/emu_backend.hpp"
+#include "dispatch/spec.hpp"
+#include "gmm/spec.hpp"
 #include "layer/stages.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/family.hpp"
@@ -75,6 +78,40 @@ TEST(LayerEp, RanksHoldTheirSliceAndAddUpToTheWholeLayer) {
   ASSERT_GT(norm, 0);
   EXPECT_LT(std::sqrt(err / norm), 2e-2);
   EXPECT_LT(std::sqrt(err_cpu / norm), 3e-2);
+}
+
+// A rank whose tokens have more slots than it has experts: the layer's intermediates, dispatch's
+// maps and gmm's tile map must all be sized by the same bound, or the layer's rows outgrow the
+// map gmm planned (a 5-token, 4-slot layer over 2 local experts was refused by its own gmm).
+TEST(LayerEp, EveryStageSizesByTheLayersRowBound) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  for (std::int64_t T : {1, 5, 33})
+    for (auto [b, e] : {std::pair<std::int64_t, std::int64_t>{0, 2}, {3, 4}, {0, 13}})
+      for (std::int64_t A : {1, 4, 16}) {
+        Params L = layer(T);
+        L.set("expert_begin", b).set("expert_end", e).set("align", A);
+        const Params full = moe::complete(f.problem_params, L, "moe-layer");
+        const std::int64_t R = moe::layer_max_rows(full);
+        for (const moe::Stage& s : moe::layer_stages(full)) {
+          if (s.family == "gmm") EXPECT_EQ(moe::GmmSpec::parse(s.problem).max_rows(), R) << s.name;
+          if (s.family == "dispatch") EXPECT_EQ(moe::DispatchSpec::parse(s.problem).max_rows(), R) << s.name;
+        }
+      }
+}
+
+// The emulated cuda kernels of that rank, end to end: dispatch writes every slot's row, gmm's
+// schedule maps them, and the result matches the reference.
+TEST(LayerEp, EmulatedRankWithMoreSlotsThanExpertsValidates) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  for (const char* dtype : {"bf16", "fp8"}) {
+    Params L{{"tokens", std::int64_t{5}},   {"dtype", std::string(dtype)}, {"experts", std::int64_t{8}},
+             {"topk", std::int64_t{4}},     {"expert_begin", std::int64_t{0}}, {"expert_end", std::int64_t{2}},
+             {"hidden", std::int64_t{128}}, {"intermediate", std::int64_t{128}}, {"align", std::int64_t{1}}};
+    const auto p = moe::testing::prepare_seeded(f, L, {}, "uniform", 7);
+    const auto cfg = moe::tuner::complete_config(f, moe::Backend::emu, p.problem, {}, moe::emu_device_info());
+    const auto o = moe::tuner::run_emu(p, cfg);
+    EXPECT_TRUE(o.validation.ok) << dtype << ": " << o.validation.summary();
+  }
 }
 
 }  // namespace
