@@ -55,9 +55,10 @@ template <> struct Cvt<__half> {
   static __device__ __forceinline__ __half out(float v) { return __float2half_rn(v); }
 };
 
-// N elements of T at p (aligned to sizeof(T)*N) as floats; read-only data goes through the
-// non-coherent path, data this kernel wrote (residual_out) must not.
-template <class T, int N, bool RO>
+// N elements of T at p (aligned to sizeof(T)*N) as floats, with plain loads: y_sorted is the
+// previous kernel's output, and ptxas may hoist a non-coherent load (__ldg) above the grid
+// dependency wait.
+template <class T, int N>
 __device__ __forceinline__ void load(const T* p, float (&f)[N]) {
   using R = typename Raw<sizeof(T) * N>::type;
   union {
@@ -65,7 +66,7 @@ __device__ __forceinline__ void load(const T* p, float (&f)[N]) {
     T e[N];
     unsigned w[(sizeof(T) * N + 3) / 4];
   } u;
-  u.raw = RO ? __ldg(reinterpret_cast<const R*>(p)) : *reinterpret_cast<const R*>(p);
+  u.raw = *reinterpret_cast<const R*>(p);
   if constexpr (sizeof(T) == 2 && N % 2 == 0 && Cvt<T>::kBits) {
     // A bf16 is the top half of its float: one shift or mask per element, where converting
     // each half on its own costs a byte permute more for the upper one.
@@ -175,10 +176,10 @@ __global__ void __launch_bounds__(THREADS) combine_kernel(Dev a, int tpc) {
 #pragma unroll 1
       for (; i + 4 <= n; i += 4) {
         float v0[N], v1[N], v2[N], v3[N];
-        load<Tin, N, true>(row_at(rows[i]), v0);
-        load<Tin, N, true>(row_at(rows[i + 1]), v1);
-        load<Tin, N, true>(row_at(rows[i + 2]), v2);
-        load<Tin, N, true>(row_at(rows[i + 3]), v3);
+        load<Tin, N>(row_at(rows[i]), v0);
+        load<Tin, N>(row_at(rows[i + 1]), v1);
+        load<Tin, N>(row_at(rows[i + 2]), v2);
+        load<Tin, N>(row_at(rows[i + 3]), v3);
 #pragma unroll
         for (int e = 0; e < N; ++e) {
           acc[e] = fmaf(ws[i], v0[e], acc[e]);
@@ -191,14 +192,14 @@ __global__ void __launch_bounds__(THREADS) combine_kernel(Dev a, int tpc) {
 #pragma unroll 1
       for (; i < n; ++i) {
         float v[N];
-        load<Tin, N, true>(row_at(rows[i]), v);
+        load<Tin, N>(row_at(rows[i]), v);
 #pragma unroll
         for (int e = 0; e < N; ++e) acc[e] = fmaf(ws[i], v[e], acc[e]);
       }
       const long long at = t * a.D + col;
       if constexpr (RMS) {
         float r[N];
-        load<Tin, N, true>(static_cast<const Tin*>(a.residual) + at, r);
+        load<Tin, N>(static_cast<const Tin*>(a.residual) + at, r);
 #pragma unroll
         for (int e = 0; e < N; ++e) {
           // The norm sees residual_out as stored: round first, then square.
@@ -224,8 +225,8 @@ __global__ void __launch_bounds__(THREADS) combine_kernel(Dev a, int tpc) {
       for (long long c = lt; c < vecs; c += G) {
         const long long at = t * a.D + c * N;
         float r[N], gm[N];
-        load<Tin, N, false>(static_cast<const Tin*>(a.residual_out) + at, r);  // this thread's own stores
-        load<Tin, N, true>(gamma + c * N, gm);
+        load<Tin, N>(static_cast<const Tin*>(a.residual_out) + at, r);  // this thread's own stores
+        load<Tin, N>(gamma + c * N, gm);
 #pragma unroll
         for (int e = 0; e < N; ++e) r[e] = r[e] * inv * gm[e];
         store<Tout, N>(static_cast<Tout*>(a.out) + at, r);

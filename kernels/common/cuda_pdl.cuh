@@ -6,6 +6,11 @@
 // has completed and its memory is visible. MOE_LAUNCH_DEPENDENTS() lets the next kernel be
 // scheduled; it stays correct anywhere, because the dependent's own wait still waits for this
 // grid's completion, so kernels call it right after their wait.
+// Whatever a predecessor may have written is read with plain loads, never __ldg/ld.global.nc:
+// ptxas treats a non-coherent load as reading memory that cannot change during the kernel, so it
+// may hoist one above griddepcontrol.wait or merge two of one address across it. The static
+// report checks every programmatically launched kernel's SASS: one wait, no global load before
+// it, no non-coherent load anywhere (docs/kernel-report.md).
 // Every block must reach the wait before it exits: a grid that completes without waiting would
 // let its dependent run ahead of the grid before it.
 // The cpu emulator (emu/simt_cuda.hpp, gmm/emu_primitives.hpp) defines both first: it runs

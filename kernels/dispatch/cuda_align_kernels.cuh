@@ -158,7 +158,7 @@ __device__ void stage_local(const Dev& a, int slots, int padded, int* le) {
     const int whole = slots & ~3;
 #pragma unroll 1
     for (int i = threadIdx.x * 4; i < whole; i += THREADS * 4) {  // per-slot loop: 4 slots a lane
-      const int4 v = __ldg(reinterpret_cast<const int4*>(a.ids + i));
+      const int4 v = *(reinterpret_cast<const int4*>(a.ids + i));
       int4 e;
       e.x = static_cast<unsigned>(v.x) - e0 < lim ? static_cast<int>(static_cast<unsigned>(v.x) - e0) : -1;
       e.y = static_cast<unsigned>(v.y) - e0 < lim ? static_cast<int>(static_cast<unsigned>(v.y) - e0) : -1;

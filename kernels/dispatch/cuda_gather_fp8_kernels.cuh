@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(THREADS) quant_gather_kernel(QDev g) {
   float v[16];
   if (live && !pad) {
     const uint4* in = reinterpret_cast<const uint4*>(g.x + static_cast<long long>(s / g.K) * g.D + grp * 128 + sub * 16);
-    const uint4 a = __ldg(in), b = __ldg(in + 1);
+    const uint4 a = *(in), b = *(in + 1);
     const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
     for (int i = 0; i < 8; ++i) {

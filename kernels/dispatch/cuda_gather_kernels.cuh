@@ -43,7 +43,7 @@ __device__ __forceinline__ void load_run(const V* in, long long c, int group, lo
 #pragma unroll
   for (int u = 0; u < UNROLL; ++u) {
     const long long i = c + static_cast<long long>(u) * group;
-    if (i < units) v[u] = __ldg(in + i);
+    if (i < units) v[u] = *(in + i);
   }
 }
 

@@ -296,6 +296,7 @@ MOE_GMM_CPU_CLONES void run_tile(const Job& j, const Tile& t, Scratch& s) {
 
 void run(const Params& problem, const Params& config, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
   const GmmSpec s = GmmSpec::parse(problem);
+  check_host_offsets(need(in, "offsets").as<const std::int32_t>(), s.e_local() + 1, need(in, s.act_name()).shape.at(0));
   if (s.fp8) return run_fp8_cpu(s, config.i("block_m"), in, out, ctx.threads);
   const TensorRef& act = need(in, s.act_name());
   const auto* off = need(in, "offsets").as<const std::int32_t>();

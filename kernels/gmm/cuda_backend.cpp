@@ -86,8 +86,17 @@ Params config_params(const Config& c) {
                 {"split_k", std::int64_t{c.split}},      {"group_m", std::int64_t{c.group_m}}};
 }
 
+// The entries, then the status entry.
 std::size_t map_bytes(std::int64_t rows, int bm, std::int64_t experts) {
-  return static_cast<std::size_t>((rows + bm - 1) / bm + experts) * 16;
+  return static_cast<std::size_t>((rows + bm - 1) / bm + experts + 1) * 16;
+}
+
+std::string map_status_error(const std::int32_t* tile_map, int map_tiles) {
+  const std::int32_t* st = tile_map + 4 * static_cast<std::ptrdiff_t>(map_tiles);
+  if (st[0] == 0) return {};
+  return "gmm: the offsets decrease or leave [0, rows] (" + std::to_string(st[0]) +
+         " faults), their segments make " + std::to_string(st[1]) + " M-tiles where " + std::to_string(map_tiles) +
+         " fit: the tile map was clamped and the output is not meaningful; pass dispatch's offsets";
 }
 
 std::size_t workspace_bytes(const GmmSpec& s, const Config& c) {

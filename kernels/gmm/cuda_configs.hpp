@@ -46,9 +46,9 @@ inline int fast_div(int n, FastDiv f) {
   return static_cast<int>((hi + static_cast<std::uint32_t>(n)) >> f.shift);
 }
 
-// The schedule kernel's block (cuda_tile_map.cuh); its shared memory is the prefix.
+// The schedule kernel's block (cuda_tile_map.cuh); its shared memory is the prefix and a count.
 constexpr int kScheduleThreads = 256;
-inline std::size_t schedule_smem_bytes(std::int64_t experts) { return static_cast<std::size_t>(experts + 1) * 4; }
+inline std::size_t schedule_smem_bytes(std::int64_t experts) { return static_cast<std::size_t>(experts + 2) * 4; }
 
 // Everything a kernel needs, passed by value to it (host and device see the same layout).
 struct KernelArgs {
@@ -58,7 +58,7 @@ struct KernelArgs {
   const float* row_weight = nullptr;      // [rows] or null
   std::uint16_t* out = nullptr;           // [rows, n_out]
   float* partial = nullptr;               // [split, rows, n_w] fp32 when split > 1
-  std::int32_t* tile_map = nullptr;       // [map_tiles, 4] {expert, row0, row_end, M-tiles}
+  std::int32_t* tile_map = nullptr;       // [map_tiles + 1, 4] {expert, row0, row_end, M-tiles}, the status
   int rows = 0, k_dim = 0, n_out = 0, n_w = 0, experts = 0;
   int split = 1;
   int n_tiles = 0;    // CTA tiles along N
@@ -124,9 +124,12 @@ void add_tiles_m128(std::vector<TileEntry>& v);
 PlannedLaunch plan_finalize(const KernelArgs& a, bool down, DType t);
 // The schedule kernel that writes the tile map for block_m = bm (launched before the gmm kernel;
 // its plan launches it with the KernelArgs by value), and the map's bytes for `rows`: 16 per
-// M-tile that many rows can make.
+// M-tile that many rows can make, and 16 for the status entry.
 PlannedLaunch plan_schedule(const KernelArgs& a, int bm);
 std::size_t map_bytes(std::int64_t rows, int bm, std::int64_t experts);
+// The status entry the schedule kernel writes after the map's map_tiles entries: empty when the
+// offsets were sound, else what was wrong with them (the kernels stayed in bounds regardless).
+std::string map_status_error(const std::int32_t* tile_map, int map_tiles);
 
 constexpr int kSplits[] = {1, 2, 3, 4, 6, 8};
 // 1: consecutive CTAs share an M-tile (activations) and sweep N; G > 1: they sweep G M-tiles

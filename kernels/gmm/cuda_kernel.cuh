@@ -122,7 +122,7 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
   // M-tile count before its first tile; decode's group_m = 1 learns it from its first entry,
   // bounded meanwhile by the map's size (the grid never exceeds it).
   const int nk = (p.k_dim + BK - 1) / BK;
-  int total_m = !DECODE && p.group_m > 1 ? ldg(p.tile_map + 3) : p.map_tiles;
+  int total_m = !DECODE && p.group_m > 1 ? load_plain(p.tile_map + 3) : p.map_tiles;
 
   // Each thread's chunks, fixed for the whole tile: the source row of each (held as a pointer
   // advanced by BK per slice) and its destination (one register plus immediates). Rows past
@@ -369,7 +369,7 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
       for (int hh = 0; hh < 2; ++hh) {
         const int r = row0 + warp_m * WM + i * 16 + (lane >> 2) + hh * 8;
         if (r < row_end) {
-          const float rw = (!UP && p.row_weight != nullptr) ? ldg(p.row_weight + r) : 1.0f;
+          const float rw = (!UP && p.row_weight != nullptr) ? load_plain(p.row_weight + r) : 1.0f;
 #pragma unroll
           for (int j = 0; j < NOUT; ++j) {
             const int col = col_base + j * 8 + (lane & 3) * 2;

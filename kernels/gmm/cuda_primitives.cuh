@@ -18,9 +18,12 @@ GMM_DEVICE long long block_x() { return blockIdx.x; }
 GMM_DEVICE long long grid_x() { return gridDim.x; }
 GMM_DEVICE void sync_threads() { __syncthreads(); }
 GMM_DEVICE int shfl_up(int v, int d) { return __shfl_up_sync(0xffffffffu, v, d); }
+// What a predecessor kernel wrote (offsets, the tile map, row weights) is read with plain loads:
+// ptxas may hoist a non-coherent load (__ldg, ld.global.nc) above griddepcontrol.wait, or merge
+// two of one address across it, and read the bytes before the predecessor wrote them.
 template <class T>
-GMM_DEVICE T ldg(const T* p) {
-  return __ldg(p);
+GMM_DEVICE T load_plain(const T* p) {
+  return *p;
 }
 
 GMM_DEVICE unsigned char* dynamic_smem() {
@@ -90,9 +93,9 @@ GMM_DEVICE void load_f32x2(const float* p, float& a, float& b) {
   b = v.y;
 }
 GMM_DEVICE void store_u32(std::uint16_t* p, std::uint32_t v) { *reinterpret_cast<std::uint32_t*>(p) = v; }
-// The tile map's entries: one 16-byte access each.
+// The tile map's entries: one 16-byte access each (plain: the schedule kernel just wrote them).
 GMM_DEVICE void load_i32x4(const std::int32_t* p, int& a, int& b, int& c, int& d) {
-  const int4 v = __ldg(reinterpret_cast<const int4*>(p));
+  const int4 v = *reinterpret_cast<const int4*>(p);
   a = v.x;
   b = v.y;
   c = v.z;

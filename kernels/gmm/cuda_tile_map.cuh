@@ -10,10 +10,10 @@ namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 
 // An expert's rows, clamped so that broken offsets can never address outside [0, rows).
 GMM_DEVICE int seg_begin(const KernelArgs& p, int e) {
-  return min(max(ldg(p.offsets + e), 0), p.rows);
+  return min(max(load_plain(p.offsets + e), 0), p.rows);
 }
 GMM_DEVICE int seg_end(const KernelArgs& p, int e) {
-  return max(seg_begin(p, e), min(max(ldg(p.offsets + e + 1), 0), p.rows));
+  return max(seg_begin(p, e), min(max(load_plain(p.offsets + e + 1), 0), p.rows));
 }
 
 // A decode kernel's tile (group_m 1): split, N-tile, expert and its rows.
@@ -35,30 +35,45 @@ GMM_DEVICE bool find_decode_tile(const KernelArgs& p, int t, int& total_m, bool 
 // The first K slice of split s (k_per, k_extra: the host's split of them, set_k_slices).
 GMM_DEVICE int first_k_slice(const KernelArgs& p, int s) { return s * p.k_per + min(s, p.k_extra); }
 
-// Warp 0 writes prefix[e] = M-tiles of experts before e, prefix[E] = all M-tiles. Each lane
+// Warp 0 writes prefix[e] = M-tiles of experts before e, prefix[E] = all M-tiles, and returns
+// (in every lane) how many adjacent offsets decrease or leave [0, rows]: offsets a caller made
+// by hand, which the clamps above keep in bounds but whose segments may overlap. Each lane
 // sums a contiguous run of experts, then one warp scan joins the runs.
 template <int BM>
 GMM_DEVICE void build_tile_prefix(const KernelArgs& p, int* prefix, int lane) {
   const int E = p.experts, chunk = (E + 31) / 32;
   const int eb = min(E, lane * chunk), ee = min(E, eb + chunk);
-  int local = 0;
-  for (int e = eb; e < ee; ++e) local += (seg_end(p, e) - seg_begin(p, e) + BM - 1) / BM;
-  int incl = local;
+  int local = 0, bad = 0;
+  for (int e = eb; e < ee; ++e) {
+    local += (seg_end(p, e) - seg_begin(p, e) + BM - 1) / BM;
+    const int lo = load_plain(p.offsets + e), hi = load_plain(p.offsets + e + 1);
+    bad += (hi < lo) | (lo < 0) | (hi > p.rows);
+  }
+  int incl = local, bad_all = bad;
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
-    const int v = shfl_up(incl, d);
-    if (lane >= d) incl += v;
+    const int v = shfl_up(incl, d), w = shfl_up(bad_all, d);
+    if (lane >= d) {
+      incl += v;
+      bad_all += w;
+    }
   }
   int run = incl - local;
   for (int e = eb; e < ee; ++e) {
     prefix[e] = run;
     run += (seg_end(p, e) - seg_begin(p, e) + BM - 1) / BM;
   }
-  if (lane == 31) prefix[E] = incl;
+  if (lane == 31) {
+    prefix[E] = incl;
+    prefix[E + 1] = bad_all;
+  }
 }
 
-// Every entry of the map, p.map_tiles of them (the most M-tiles any routing can make); entries
-// past the last M-tile hold expert -1. Shared memory: the prefix, experts + 1 ints.
+// Every entry of the map, p.map_tiles of them (the most M-tiles `rows` can make); entries past
+// the last M-tile hold expert -1. Overlapping segments can add up to more M-tiles than that:
+// the count is clamped, so no walk reads past the map, and the entry after the map records
+// {broken offsets, M-tiles the offsets asked for, 0, 0} for the host to report (the emu
+// backend does; kMapStatus). Shared memory: the prefix and the broken count, experts + 2 ints.
 template <int BM>
 GMM_KERNEL(kScheduleThreads) gmm_schedule_kernel(const KernelArgs p) {
   int* prefix = reinterpret_cast<int*>(dynamic_smem());
@@ -69,7 +84,7 @@ GMM_KERNEL(kScheduleThreads) gmm_schedule_kernel(const KernelArgs p) {
   MOE_LAUNCH_DEPENDENTS();
   if (tid < 32) build_tile_prefix<BM>(p, prefix, tid);
   sync_threads();
-  const int E = p.experts, total = prefix[E];
+  const int E = p.experts, asked = prefix[E], total = min(asked, p.map_tiles);
   for (int mg = tid; mg < p.map_tiles; mg += kScheduleThreads) {
     int e = -1, row0 = 0, row_end = 0;
     if (mg < total) {
@@ -85,6 +100,7 @@ GMM_KERNEL(kScheduleThreads) gmm_schedule_kernel(const KernelArgs p) {
     }
     store_i32x4(p.tile_map + 4 * mg, e, row0, row_end, total);
   }
+  if (tid == 0) store_i32x4(p.tile_map + 4 * p.map_tiles, prefix[E + 1] + (asked > p.map_tiles), asked, 0, 0);
 }
 
 }  // namespace moe::gmm::GMM_KERNEL_NAMESPACE

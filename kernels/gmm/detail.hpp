@@ -22,6 +22,10 @@ void make_fp8_activations(const GmmSpec& s, std::int64_t rows, const std::vector
 void make_fp8_weights(const GmmSpec& s, std::uint64_t seed, TensorMap& in);
 // Offsets must start at 0, never decrease and end at `rows`: an Error saying which entry is off.
 void check_offsets(const GmmSpec& s, const Tensor& offsets, std::int64_t rows);
+// What a call on host memory (cpu, emu) checks before trusting a caller's offsets: they rise
+// from 0 to at most the activations' rows. Overlapping segments would have two threads write one
+// row; on a device the schedule kernel clamps them and flags it (cuda_tile_map.cuh).
+void check_host_offsets(const std::int32_t* offsets, std::int64_t n, std::int64_t rows);
 
 // Padding rows are the all-zero rows of the activations: dispatch writes zeros there, and a
 // zero row gives an exactly zero output row in any arithmetic, so they must come out 0.

@@ -143,6 +143,9 @@ void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const Re
     simt::ptx::cp_async_reset();
     k(a);
   });
+  // The device leaves its verdict on the offsets in the workspace; the host reads it here.
+  const std::string broken = cuda::map_status_error(a.tile_map, a.map_tiles);
+  if (!broken.empty()) throw Error(broken);
   if (c.split == 1) return;
   const Kernel fin = s.down ? (bf16 ? &emulated::gmm_finalize_kernel<false, true> : &emulated::gmm_finalize_kernel<false, false>)
                             : (bf16 ? &emulated::gmm_finalize_kernel<true, true> : &emulated::gmm_finalize_kernel<true, false>);
@@ -232,6 +235,7 @@ BackendImpl emu_backend() {
       cuda_backend(), kSpeed,
       [](const Params& problem, const Params& config, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
         const GmmSpec s = GmmSpec::parse(problem);
+        check_host_offsets(need(in, "offsets").as<const std::int32_t>(), s.e_local() + 1, need(in, s.act_name()).shape.at(0));
         if (wgmma::selected(config)) return emu::run_wgmma(s, in, out, 0, wgmma::parse_config(config).shape.swapped());
         if (s.fp8) return emu::run_fp8_mma(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes);
         emu::run_mma(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes);

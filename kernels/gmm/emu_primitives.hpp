@@ -31,7 +31,7 @@ inline int lane() { return simt::lane(); }
 inline int warp() { return simt::warp(); }
 inline void sync_threads() { simt::sync_threads(); }
 template <class T>
-T ldg(const T* p) {
+T load_plain(const T* p) {
   return *p;
 }
 inline unsigned char* dynamic_smem() { return simt::dynamic_smem(); }

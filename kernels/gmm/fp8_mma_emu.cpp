@@ -64,6 +64,8 @@ void run_fp8_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, cons
     simt::ptx::cp_async_reset();
     k(a);
   });
+  const std::string broken = cuda::map_status_error(a.b.tile_map, a.b.map_tiles);
+  if (!broken.empty()) throw Error(broken);
   if (s.down && c.split > 1) {
     const long long pairs = static_cast<long long>(a.b.rows) * (a.b.n_out / 2);
     emu_launch("gmm_finalize_kernel", std::min((pairs + 255) / 256, 8 * sms), 256, 0,

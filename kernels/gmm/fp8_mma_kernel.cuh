@@ -259,7 +259,7 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
         for (int hh = 0; hh < 2; ++hh) {
           const int r = row0 + i * 16 + g + hh * 8;
           if (r >= row_end) continue;
-          const float rw = (!UP && p.b.row_weight != nullptr) ? ldg(p.b.row_weight + r) : 1.0f;
+          const float rw = (!UP && p.b.row_weight != nullptr) ? load_plain(p.b.row_weight + r) : 1.0f;
 #pragma unroll
           for (int j = 0; j < NOUT; ++j) {
             const int col = col_base + j * 8 + t * 2;

@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(THREADS) silu_quant_kernel(const SiluQuantArgs
         const float4* u4 = reinterpret_cast<const float4*>(row + p.I);
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const float4 g = __ldg(g4 + i), u = __ldg(u4 + i);
+          const float4 g = *(g4 + i), u = *(u4 + i);
           gs[4 * i] += g.x, gs[4 * i + 1] += g.y, gs[4 * i + 2] += g.z, gs[4 * i + 3] += g.w;
           us[4 * i] += u.x, us[4 * i + 1] += u.y, us[4 * i + 2] += u.z, us[4 * i + 3] += u.w;
         }
@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(THREADS) silu_quant_kernel(const SiluQuantArgs
       const float4* u4 = reinterpret_cast<const float4*>(row + p.I);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float4 g = __ldg(g4 + i), u = __ldg(u4 + i);
+        const float4 g = *(g4 + i), u = *(u4 + i);
         const float gs[4] = {g.x, g.y, g.z, g.w}, us[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
         for (int j = 0; j < 4; ++j) h[4 * i + j] = gs[j] / (1.0f + expf(-gs[j])) * us[j];

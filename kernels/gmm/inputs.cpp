@@ -62,6 +62,13 @@ void check_offsets(const GmmSpec& s, const Tensor& off, std::int64_t rows) {
                 " rows: give matching offsets and " + s.act_name());
 }
 
+void check_host_offsets(const std::int32_t* o, std::int64_t n, std::int64_t rows) {
+  for (std::int64_t e = 0; e < n; ++e)
+    if (o[e] < (e ? o[e - 1] : 0) || o[e] > rows)
+      throw Error("gmm: offsets must rise from 0 to at most the " + std::to_string(rows) + " rows given, got offsets[" +
+                  std::to_string(e) + "] = " + std::to_string(o[e]) + ": pass dispatch's offsets");
+}
+
 std::vector<char> zero_rows(const Tensor& act) {
   const std::int64_t R = act.shape()[0], C = act.shape()[1];
   std::vector<char> z(static_cast<std::size_t>(R), 1);

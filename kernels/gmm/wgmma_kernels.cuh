@@ -48,8 +48,8 @@ GMM_KERNEL(kWgmmaThreads) wgmma_setup_kernel(const SetupArgs p) {
   MOE_GRID_DEPENDENCY_WAIT();
   MOE_LAUNCH_DEPENDENTS();
   for (long long e = block_x() * kWgmmaThreads + thread_x(); e < p.experts; e += grid_x() * kWgmmaThreads) {
-    const int begin = clamp_row(ldg(p.offsets + e), p.rows);
-    const int end = max(begin, clamp_row(ldg(p.offsets + e + 1), p.rows));
+    const int begin = clamp_row(load_plain(p.offsets + e), p.rows);
+    const int end = max(begin, clamp_row(load_plain(p.offsets + e + 1), p.rows));
     // Swapped: CUTLASS's M is the weights' n rows, its N the expert's rows; D^T column-major
     // with leading dimension n is D row-major, so d and ldd are the same either way.
     p.g.problems[3 * e] = p.swap ? p.n : end - begin;
@@ -86,10 +86,11 @@ GMM_KERNEL(kWgmmaThreads) wgmma_setup_kernel(const SetupArgs p) {
 // GEMM's rounded gate and up (the reference rounds once, at the end: within bf16 tolerance).
 template <bool BF16>
 GMM_KERNEL(kWgmmaThreads) wgmma_silu_kernel(const SiluArgs p) {
-  // gate|up is the GEMM's output (not launched programmatically: it ends before this starts).
+  // gate|up is the GEMM's output: launched programmatically like every kernel of ours, this may
+  // start as soon as the GEMM lets it, so nothing is read before the wait.
   MOE_GRID_DEPENDENCY_WAIT();
   MOE_LAUNCH_DEPENDENTS();
-  const int used = clamp_row(ldg(p.offsets + p.experts), p.rows);
+  const int used = clamp_row(load_plain(p.offsets + p.experts), p.rows);
   const int vecs = p.inter / 8;
   const long long total = static_cast<long long>(used) * vecs;
   for (long long i = block_x() * kWgmmaThreads + thread_x(); i < total; i += grid_x() * kWgmmaThreads) {

@@ -19,15 +19,15 @@ template <int BYTES>
 ROUTER_FN void load_raw(Raw<BYTES>& r, const unsigned char* p) {
 #if defined(__CUDACC__)
   if constexpr (BYTES == 16) {
-    const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+    const uint4 v = *(reinterpret_cast<const uint4*>(p));
     r.w[0] = v.x, r.w[1] = v.y, r.w[2] = v.z, r.w[3] = v.w;
   } else if constexpr (BYTES == 8) {
-    const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+    const uint2 v = *(reinterpret_cast<const uint2*>(p));
     r.w[0] = v.x, r.w[1] = v.y;
   } else if constexpr (BYTES == 4) {
-    r.w[0] = __ldg(reinterpret_cast<const unsigned*>(p));
+    r.w[0] = *(reinterpret_cast<const unsigned*>(p));
   } else {
-    r.h = __ldg(reinterpret_cast<const unsigned short*>(p));
+    r.h = *(reinterpret_cast<const unsigned short*>(p));
   }
 #else
   std::memcpy(&r, p, BYTES);
@@ -54,14 +54,14 @@ ROUTER_FN void load_bias(float* b, const float* p) {
   if constexpr (V % 4 == 0) {
 #pragma unroll
     for (int q = 0; q < V / 4; ++q) {
-      const float4 x = __ldg(reinterpret_cast<const float4*>(p) + q);
+      const float4 x = *(reinterpret_cast<const float4*>(p) + q);
       b[4 * q] = x.x, b[4 * q + 1] = x.y, b[4 * q + 2] = x.z, b[4 * q + 3] = x.w;
     }
   } else if constexpr (V == 2) {
-    const float2 x = __ldg(reinterpret_cast<const float2*>(p));
+    const float2 x = *(reinterpret_cast<const float2*>(p));
     b[0] = x.x, b[1] = x.y;
   } else {
-    b[0] = __ldg(p);
+    b[0] = *(p);
   }
 #else
   for (int i = 0; i < V; ++i) b[i] = p[i];

@@ -3,15 +3,28 @@ griddepcontrol.launch_dependents to PREEXIT (docs/kernel-report.md, "Programmati
 from .sass import base_op, work
 
 WAIT_OP, TRIGGER_OP = "ACQBULK", "PREEXIT"
+# Instructions that read global memory (LD is a generic load, which may be global): none may be
+# laid out before the wait, when the predecessor's output may not be written yet.
+GLOBAL_LOADS = ("LDG", "LD", "LDGSTS", "UTMALDG", "UBLKCP", "ATOMG", "ATOM", "UTMAPF")
+
+
+def non_coherent(op):
+    """A load through the non-coherent path (__ldg, ld.global.nc): LDG.E...CONSTANT in SASS."""
+    parts = op.split(".")
+    return parts[0] == "LDG" and "CONSTANT" in parts[1:]
 
 
 def pdl_of(insns):
-    """Whether a kernel waits and triggers, and the work instructions laid out before its first
-    wait (None when it never waits): what it does before its predecessor's output is visible."""
+    """Whether a kernel waits and triggers, the work instructions laid out before its first wait
+    (None when it never waits), how many waits it has, which global loads come before the first
+    one and how many non-coherent loads it has anywhere."""
     ops = [base_op(i["op"]) for i in insns]
     waits = WAIT_OP in ops
-    before = sum(1 for i in insns[:ops.index(WAIT_OP)] if work(i["op"])) if waits else None
-    return {"waits": waits, "triggers": TRIGGER_OP in ops, "before_wait": before}
+    first = ops.index(WAIT_OP) if waits else len(ops)
+    before = sum(1 for i in insns[:first] if work(i["op"])) if waits else None
+    early = [f"{i['addr']:04x} {i['op']}" for i in insns[:first] if base_op(i["op"]) in GLOBAL_LOADS] if waits else []
+    return {"waits": waits, "triggers": TRIGGER_OP in ops, "before_wait": before, "wait_count": ops.count(WAIT_OP),
+            "loads_before_wait": early, "nc_loads": sum(1 for i in insns if non_coherent(i["op"]))}
 
 
 def must_wait(k):
@@ -23,7 +36,27 @@ def must_wait(k):
 
 
 def missing_waits(kernels):
-    """One line per kernel that must wait and does not (reports without the figure are skipped)."""
-    return [f"{k['family']} {k['kind'] or ''} ({k['name']}): no griddepcontrol.wait (ACQBULK): launched "
-            f"programmatically it could read its predecessor's output before that is written"
-            for k in kernels if must_wait(k) and k.get("pdl") is not None and not k["pdl"]["waits"]]
+    """One line per kernel launched programmatically that breaks a rule of its wait (reports without
+    the figures are skipped): it must wait exactly once, read no global memory before the wait and
+    read nothing through the non-coherent path, which ptxas may move above the wait."""
+    bad = []
+    for k in kernels:
+        p = k.get("pdl")
+        if not must_wait(k) or p is None:
+            continue
+        who = f"{k['family']} {k['kind'] or ''} ({k['name']})"
+        if not p["waits"]:
+            bad.append(f"{who}: no griddepcontrol.wait (ACQBULK): launched programmatically it could read its "
+                       f"predecessor's output before that is written")
+            continue
+        if p.get("wait_count", 1) != 1:
+            bad.append(f"{who}: {p['wait_count']} griddepcontrol.waits (ACQBULK), must be exactly one: a path "
+                       f"with its own wait can load before another path's")
+        if p.get("loads_before_wait"):
+            bad.append(f"{who}: global loads laid out before griddepcontrol.wait (ACQBULK): "
+                       f"{', '.join(p['loads_before_wait'][:4])}: they may read the predecessor's output "
+                       f"before it is written")
+        if p.get("nc_loads"):
+            bad.append(f"{who}: {p['nc_loads']} non-coherent loads (LDG...CONSTANT, from __ldg): ptxas may move "
+                       f"them above griddepcontrol.wait; read with plain loads")
+    return bad

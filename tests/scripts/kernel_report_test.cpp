@@ -407,11 +407,39 @@ TEST(KernelReport, ReadsWhereAKernelWaitsAndGatesOneThatNeverDoes) {
                             "print(json.dumps({'waits': w, 'never': n, 'missing': k.missing_waits(ks)}))",
                             &out);
   ASSERT_FALSE(j.is_null()) << out;
-  EXPECT_EQ(j["waits"], json({{"waits", true}, {"triggers", true}, {"before_wait", 2}})) << out;
-  EXPECT_EQ(j["never"], json({{"waits", false}, {"triggers", false}, {"before_wait", nullptr}})) << out;
+  EXPECT_EQ(j["waits"], json({{"waits", true}, {"triggers", true}, {"before_wait", 2}, {"wait_count", 1},
+                              {"loads_before_wait", json::array()}, {"nc_loads", 0}})) << out;
+  EXPECT_EQ(j["never"], json({{"waits", false}, {"triggers", false}, {"before_wait", nullptr}, {"wait_count", 0},
+                              {"loads_before_wait", json::array()}, {"nc_loads", 0}})) << out;
   // CUTLASS's grouped GEMM is launched without the attribute: it need not wait.
   ASSERT_EQ(j["missing"].size(), 3u) << out;
   for (auto& line : j["missing"]) EXPECT_EQ(line.get<std::string>().find("gmm-wgmma"), std::string::npos) << out;
+}
+
+// The rules of the wait, on planted violations: a global load laid out before the wait (ptxas
+// hoisted an __ldg there), a second wait on another path, a non-coherent load after the wait.
+// Each is a gate line naming the kernel and what it broke; the clean kernel passes.
+TEST(KernelReport, GatesALoadBeforeTheWaitASecondWaitAndNonCoherentLoads) {
+  std::string out;
+  const json j = on_fixture("pdl.sass",
+                            "names = ['_Z14fixture_waitsv', '_Z19fixture_loads_earlyv', '_Z19fixture_waits_twicev', "
+                            "'_Z17fixture_reads_ncv']; "
+                            "ks = [{'family': 'dispatch', 'kind': 'gather', 'name': n, 'pdl': k.pdl_of(f[n])} for n in names]; "
+                            "print(json.dumps({'pdl': [x['pdl'] for x in ks], 'bad': k.missing_waits(ks)}))",
+                            &out);
+  ASSERT_FALSE(j.is_null()) << out;
+  EXPECT_EQ(j["pdl"][1]["loads_before_wait"], json::array({"0010 LDG.E.CONSTANT"})) << out;
+  EXPECT_EQ(j["pdl"][2]["wait_count"], 2) << out;
+  EXPECT_EQ(j["pdl"][2]["loads_before_wait"], json::array()) << out;
+  EXPECT_EQ(j["pdl"][3]["nc_loads"], 1) << out;
+  std::string all;
+  for (auto& line : j["bad"]) all += line.get<std::string>() + "\n";
+  EXPECT_EQ(all.find("fixture_waitsv"), std::string::npos) << all;
+  EXPECT_NE(all.find("fixture_loads_earlyv): global loads laid out before griddepcontrol.wait"), std::string::npos) << all;
+  EXPECT_NE(all.find("fixture_waits_twicev): 2 griddepcontrol.waits"), std::string::npos) << all;
+  EXPECT_NE(all.find("fixture_reads_ncv): 1 non-coherent loads"), std::string::npos) << all;
+  // The early load is non-coherent too: two lines for it, one each for the others.
+  EXPECT_EQ(j["bad"].size(), 4u) << all;
 }
 
 TEST(KernelReport, GateFailsWhenAKernelOfTheLayerDoesNotWait) {

@@ -8,6 +8,7 @@
 // tests/gpu/gmm_gpu_test.cpp checks the real thing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -269,6 +270,62 @@ TEST(GmmEmulation, EveryConfigOfTheSpaceThroughTheEmuBackend) {
     }
     EXPECT_GT(mma, 0);
     EXPECT_GT(wg, 0);
+  }
+}
+
+// Offsets a caller made by hand, overlapping: {0, 100, 0, 100} over 100 rows asks for 14 M-tiles
+// of 16 rows where the map holds 10. The schedule kernel must clamp the count it writes (a walk
+// trusting it reads past the map, into the partials or past the workspace), stay inside the
+// workspace, and leave a status the host reports as an Error naming the offsets.
+TEST(GmmEmulation, OverlappingOffsetsStayInsideTheMapAndAreReported) {
+  const Params pr = gmm_problem(50, 3, 2, 0, 64, 32, 1, "up");
+  auto p = prep(pr, {{"offsets", i32_tensor({0, 50, 80, 100})}}, 5);
+  std::memcpy(p.inputs.at("offsets").raw(), std::vector<std::int32_t>{0, 100, 0, 100}.data(), 16);
+  const GmmSpec s = GmmSpec::parse(p.problem);
+  const auto all = shapes();
+  const auto k16 = std::find_if(all.begin(), all.end(), [](const TileShape& k) { return k.bm == 16; });
+  ASSERT_NE(k16, all.end());
+  const gmm::cuda::Config c{*k16, 1, 1};
+  const std::size_t need = gmm::cuda::workspace_bytes(s, c);
+  constexpr std::size_t kCanary = 4096;
+  std::vector<std::byte> ws(need + kCanary, std::byte{0x5A});
+  TensorMap out = allocate(p.output_specs);
+  for (auto& [n, t] : out) poison_host(t.ref());
+  std::string err;
+  try {
+    gmm::emu::run_mma(s, c, refs(p.inputs), refs(out), ws.data(), need, 1 << 20);
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("gmm: the offsets decrease or leave [0, rows]"), std::string::npos) << err;
+  EXPECT_NE(err.find("14 M-tiles where 10 fit"), std::string::npos) << err;
+  const int map_tiles = (100 + 15) / 16 + 3;
+  const auto* map = reinterpret_cast<const std::int32_t*>(ws.data());
+  for (int i = 0; i < map_tiles; ++i) {
+    EXPECT_LE(map[4 * i + 3], map_tiles) << "entry " << i << " claims more M-tiles than the map holds";
+    EXPECT_GE(map[4 * i], 0) << "entry " << i << ": the clamped map is full";
+  }
+  for (std::size_t b = need; b < ws.size(); ++b) ASSERT_EQ(ws[b], std::byte{0x5A}) << "written past the workspace at " << b;
+}
+
+// The same offsets through the emu backend's own entry (and so the library's and Python's on
+// host memory): refused before any kernel runs, naming the entry.
+TEST(GmmEmulation, HostOffsetsAreCheckedBeforeTheKernelsRun) {
+  const Params pr = gmm_problem(50, 3, 2, 0, 64, 32, 1, "up");
+  auto p = prep(pr, {{"offsets", i32_tensor({0, 50, 80, 100})}}, 5);
+  std::memcpy(p.inputs.at("offsets").raw(), std::vector<std::int32_t>{0, 100, 0, 100}.data(), 16);
+  const BackendImpl& emu = gmm_family().need_backend(Backend::emu);
+  TensorMap out = allocate(p.output_specs);
+  const Params cfg = tuner::complete_config(gmm_family(), Backend::emu, p.problem, {}, emu_device_info());
+  std::vector<std::byte> ws(emu.workspace_bytes ? emu.workspace_bytes(p.problem, cfg) : 0);
+  LaunchContext ctx;
+  ctx.workspace = ws.data();
+  ctx.workspace_bytes = ws.size();
+  try {
+    emu.run(p.problem, cfg, refs(p.inputs), refs(out), ctx);
+    ADD_FAILURE() << "decreasing offsets were run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("offsets[2] = 0: pass dispatch's offsets"), std::string::npos) << e.what();
   }
 }
 
