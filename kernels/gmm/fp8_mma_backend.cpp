@@ -49,6 +49,11 @@ std::string invalid_reason(const GmmSpec& s, const cuda::Config& c, const Device
     return "fp8 mma: no kernel with " + tile_str(c.shape) + " block_k=" + std::to_string(c.shape.bk) +
            " warps_m=" + std::to_string(c.shape.warps_m) + " (block_k=128, one scale block; warps_m=1); built: " + built;
   }
+  // cvt.rn.f16x2.e4m3x2 (fp8_mma_primitives.cuh) is sm_89+; a build for older devices holds a
+  // kernel that traps.
+  if (dev.backend == Backend::cuda && dev.cc_major > 0 && dev.cc_major * 10 + dev.cc_minor < 89)
+    return "fp8 mma converts e4m3 with an sm_89+ instruction; " + dev.name + " is sm_" + std::to_string(dev.cc_major) +
+           std::to_string(dev.cc_minor) + ": use dtype bf16 there";
   if (c.group_m != 1) return "fp8 mma walks an M-tile's N-tiles in a row: group_m must be 1";
   if (s.n_w() * s.k_dim() >= (std::int64_t{1} << 32))
     return "one expert's fp8 weights (" + std::to_string(s.n_w()) + " x " + std::to_string(s.k_dim()) +

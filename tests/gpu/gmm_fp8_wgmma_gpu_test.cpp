@@ -93,5 +93,16 @@ TEST_F(GmmFp8WgmmaGpu, DeepSeekV3ExpertParallelShard) {
   }
 }
 
+// The swapped-operand tiles put the weights on CUTLASS's M, and the 2x1 cluster pairs two weight
+// tiles: down with hidden 640 has 5 weight tiles (the last cluster half past the weights); up
+// with intermediate 384 has 6, so 3 clusters (fp8 needs I a multiple of 128, so up's 2I rows
+// always make an even tile count). Few rows per expert, so the swapped tiles are the ones chosen.
+TEST_F(GmmFp8WgmmaGpu, SwappedTilesOverAnOddCountOfWeightTiles) {
+  for (const char* fmt : {"fp32", "ue8m0"}) {
+    EXPECT_EQ(check_all(fp8_problem(24, 8, 2, 640, 256, "down", fmt), {}, dev), "") << "down D=640 " << fmt;
+    EXPECT_EQ(check_all(fp8_problem(24, 8, 2, 256, 384, "up", fmt), {}, dev), "") << "up I=384 " << fmt;
+  }
+}
+
 }  // namespace
 }  // namespace moe

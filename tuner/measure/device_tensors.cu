@@ -108,4 +108,9 @@ std::size_t DeviceTensors::bytes() const {
   return n;
 }
 
+void poison_workspace(void* ws, std::size_t bytes, void* stream) {
+  if (!ws || bytes == 0) return;
+  cuda_check(cudaMemsetAsync(ws, 0xFF, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync (poisoning the workspace)");
+}
+
 }  // namespace moe::tuner

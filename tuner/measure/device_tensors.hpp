@@ -26,4 +26,8 @@ class DeviceTensors {
   std::map<std::string, Item> items_;
 };
 
+// 0xFF over a workspace on `stream` (cudaStream_t) before a validated call: nothing a call reads
+// from its workspace may be what an earlier call left there.
+void poison_workspace(void* ws, std::size_t bytes, void* stream);
+
 }  // namespace moe::tuner

@@ -31,6 +31,10 @@ Outcome run_cuda(const Prepared& p, const Params& config, const DeviceInfo& dev,
   cuda_check(cudaGetLastError(), (p.family->name + " kernel launch (warm-up)").c_str());
   cuda_check(cudaDeviceSynchronize(), (p.family->name + " kernel (warm-up)").c_str());
   out.poison();  // the validated outputs are repeat 0's, not the warm-up's
+  // And the workspace (tile map, split-K partials, fp8 slabs, the layer's intermediates), or it
+  // still holds the warm-up's identical bytes, and a kernel reading its predecessor's output
+  // before griddepcontrol.wait would validate. 0xFF: a tile map entry read early says expert -1.
+  poison_workspace(ws.get(), ws.size(), nullptr);
   Outcome o;
   const Event start, stop;
   for (int r = 0; r < std::max(repeats, 1); ++r) {

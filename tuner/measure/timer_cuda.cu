@@ -260,6 +260,7 @@ Outcome CudaBench::validate(const Params& config) {
   if (wsb > d.ws.size()) d.ws = DeviceBuffer(wsb);
   d.plan = d.impl.plan ? d.impl.plan(d.p.problem, config, d.in_refs) : nullptr;
   d.out.poison();
+  poison_workspace(d.ws.get(), d.ws.size(), d.stream.s);  // what the last call left there (harness_cuda.cu)
   Outcome o;
   cuda_check(cudaEventRecord(d.start.e, d.stream.s), "cudaEventRecord");
   d.run();
