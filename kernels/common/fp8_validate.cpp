@@ -1,17 +1,36 @@
 #include "common/fp8_validate.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
-#include "common/e4m3.hpp"
+#include "common/fp8_reference.hpp"
 
 namespace moe {
 
 namespace {
 
+constexpr std::int64_t kGroup = 128;  // one scale per 128 values of a row (DESIGN.md 1.6)
+constexpr double kMax = 448.0;        // the largest e4m3 value
+
 // e4m3 codes in value order: adjacent values differ by one.
 int rank(std::uint8_t q) { return q & 0x80 ? -static_cast<int>(q & 0x7F) : static_cast<int>(q); }
 bool is_nan_code(std::uint8_t q) { return (q & 0x7F) == 0x7F; }
+
+float value(std::uint8_t q) { return static_cast<float>(fp8_reference::decode(q)); }
+std::uint32_t bits(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+}
+// A scale in full: nine significant digits tell any two floats apart (std::to_string's six
+// decimals print every scale of a quiet group as 0.000000), and %a shows the bits.
+std::string show(float v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g (%a)", static_cast<double>(v), static_cast<double>(v));
+  return buf;
+}
 
 bool scale_close(float a, float b, bool ue8m0, double rtol) {
   if (std::isnan(a) || std::isnan(b)) return false;
@@ -19,7 +38,7 @@ bool scale_close(float a, float b, bool ue8m0, double rtol) {
   if (!std::isfinite(a) || !std::isfinite(b)) return false;
   if (ue8m0) return a == 2 * b || b == 2 * a;
   if (std::fabs(static_cast<double>(a) - b) <= rtol * std::fabs(static_cast<double>(b))) return true;
-  const std::int64_t d = static_cast<std::int64_t>(fp8::f32_bits(a)) - static_cast<std::int64_t>(fp8::f32_bits(b));
+  const std::int64_t d = static_cast<std::int64_t>(bits(a)) - static_cast<std::int64_t>(bits(b));
   return d == 1 || d == -1;
 }
 
@@ -42,7 +61,7 @@ std::vector<Check> check_quantized(const std::string& name, const Tensor& gq, co
                " and f32" + shape_str(rs.shape());
     return {c};
   }
-  const std::int64_t R = gq.shape()[0], N = gq.shape()[1], G = N / fp8::kGroup;
+  const std::int64_t R = gq.shape()[0], N = gq.shape()[1], G = N / kGroup;
   const auto* g8 = gq.data<std::uint8_t>();
   const auto* r8 = rq.data<std::uint8_t>();
   const auto* gsc = gs.data<float>();
@@ -64,7 +83,7 @@ std::vector<Check> check_quantized(const std::string& name, const Tensor& gq, co
         note(sc, r, g, "never written");
       } else if (computed ? !scale_close(a, b, ue8m0, scale_rtol) : !std::isfinite(a)) {
         ++sc.mismatches;
-        note(sc, r, g, "is " + std::to_string(a) + (computed ? ", want " + std::to_string(b) : ""));
+        note(sc, r, g, "is " + show(a) + (computed ? ", want " + show(b) : ""));
       }
     }
     for (std::int64_t j = 0; j < N; ++j) {
@@ -74,20 +93,20 @@ std::vector<Check> check_quantized(const std::string& name, const Tensor& gq, co
         note(codes, r, j, "never written");
       } else if (pad && (*pad)[static_cast<std::size_t>(r)] && (a & 0x7F) != 0) {
         ++codes.mismatches;
-        note(codes, r, j, "is " + std::to_string(fp8::to_float(a)) + " on a padding (all-zero input) row, want 0");
+        note(codes, r, j, "is " + std::to_string(value(a)) + " on a padding (all-zero input) row, want 0");
       } else if (!computed) {
         if (is_nan_code(a)) ++codes.nans, note(codes, r, j, "is NaN");
       } else if (is_nan_code(a) != is_nan_code(b)) {
         ++codes.nans;
         note(codes, r, j, is_nan_code(a) ? "is NaN, the reference's is not" : "is not NaN, the reference's is");
       } else if (!is_nan_code(a)) {
-        const double gv = static_cast<double>(fp8::to_float(a)) * gsc[r * G + j / fp8::kGroup];
-        const double rv = static_cast<double>(fp8::to_float(b)) * rsc[r * G + j / fp8::kGroup];
-        const double range = fp8::kMax * static_cast<double>(rsc[r * G + j / fp8::kGroup]);
+        const double gv = static_cast<double>(value(a)) * gsc[r * G + j / kGroup];
+        const double rv = static_cast<double>(value(b)) * rsc[r * G + j / kGroup];
+        const double range = kMax * static_cast<double>(rsc[r * G + j / kGroup]);
         if (std::abs(rank(a) - rank(b)) > 1 && !(std::fabs(gv - rv) <= range_atol * range)) {
           ++codes.mismatches;
           note(codes, r, j,
-               "is " + std::to_string(fp8::to_float(a)) + ", the reference's " + std::to_string(fp8::to_float(b)) +
+               "is " + std::to_string(value(a)) + ", the reference's " + std::to_string(value(b)) +
                    ": more than one e4m3 step apart");
         }
         if (std::isfinite(gv) && std::isfinite(rv)) num += (gv - rv) * (gv - rv), den += rv * rv;

@@ -2,7 +2,7 @@
 #include <cstring>
 #include <vector>
 
-#include "common/e4m3.hpp"
+#include "common/fp8_reference.hpp"
 
 #include "dispatch/backends.hpp"
 #include "dispatch/plan.hpp"
@@ -25,10 +25,10 @@ void dispatch_reference(const DispatchSpec& s, const TensorMap& in, TensorMap& o
   if (s.fp8) {
     // Padding rows are zero rows, quantized by the same rule as any other.
     std::vector<float> row(static_cast<std::size_t>(s.D));
-    const std::int64_t G = s.D / fp8::kGroup;
+    const std::int64_t G = s.D / 128;
     for (std::int64_t r = 0; r < plan.rows(); ++r) {
       for (std::int64_t d = 0; d < s.D; ++d) row[d] = plan.src[r] >= 0 ? static_cast<float>(x.get((plan.src[r] / s.K) * s.D + d)) : 0.0f;
-      fp8::quantize_row(row.data(), s.D, xs.data<std::uint8_t>() + r * s.D, out.at("x_scale").data<float>() + r * G, s.ue8m0);
+      fp8_reference::quantize_row(row.data(), s.D, xs.data<std::uint8_t>() + r * s.D, out.at("x_scale").data<float>() + r * G, s.ue8m0);
     }
     return;
   }

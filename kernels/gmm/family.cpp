@@ -1,5 +1,8 @@
 #include "gmm/family.hpp"
 
+#include <cmath>
+#include <string>
+
 #include "common/problem_params.hpp"
 #include "gmm/detail.hpp"
 #include "gmm/emu.hpp"
@@ -71,8 +74,27 @@ std::int64_t input_rows(const GmmSpec& s, const TensorMap& in) {
   throw Error("gmm: the inputs have neither offsets nor " + std::string(s.act_name()) + ": cannot tell the row count");
 }
 
+// fp8 weights (docs/fp8.md, "Invalid weights"): no NaN code, every block scale positive and
+// finite. A NaN or a zero scale would reach the padding rows' zero products as NaN on some
+// backends and not others; a negative scale flips a block's sign. Refused, naming the entry.
+void check_fp8_weights(const GmmSpec& s, const TensorMap& in) {
+  const Tensor& w = in.at(s.weight_name());
+  const auto* codes = w.data<std::uint8_t>();
+  for (std::int64_t i = 0; i < w.numel(); ++i)
+    if ((codes[i] & 0x7F) == 0x7F)
+      throw Error(std::string("gmm: ") + s.weight_name() + " holds a NaN code (0x" + (codes[i] == 0xFF ? "FF" : "7F") +
+                  ") at flat index " + std::to_string(i) + ": fp8 weights must be finite e4m3 codes");
+  const Tensor& sc = in.at(s.weight_scale_name());
+  const auto* v = sc.data<float>();
+  for (std::int64_t i = 0; i < sc.numel(); ++i)
+    if (!(v[i] > 0.0f) || !std::isfinite(v[i]))
+      throw Error(std::string("gmm: ") + s.weight_scale_name() + " at flat index " + std::to_string(i) + " is " +
+                  std::to_string(v[i]) + ": weight block scales must be positive and finite");
+}
+
 // Cross-tensor consistency that check_tensors (shapes one by one) cannot see.
 void check_inputs(const GmmSpec& s, const TensorMap& in) {
+  if (s.fp8) check_fp8_weights(s, in);
   const std::int64_t R = in.at(s.act_name()).shape()[0];
   check_offsets(s, in.at("offsets"), R);
   if (s.routed_weight && in.at("row_weight").numel() != R)

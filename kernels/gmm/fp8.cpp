@@ -8,7 +8,7 @@
 #include <limits>
 #include <thread>
 
-#include "common/e4m3.hpp"
+#include "common/fp8_reference.hpp"
 #include "common/parallel.hpp"
 #include "common/fp8_validate.hpp"
 #include "common/validate.hpp"
@@ -25,7 +25,7 @@ double block_dot(const float* a, const float* w) {
 }
 
 void decode(const std::uint8_t* q, std::int64_t n, float* f) {
-  for (std::int64_t i = 0; i < n; ++i) f[i] = fp8::to_float(q[i]);
+  for (std::int64_t i = 0; i < n; ++i) f[i] = static_cast<float>(fp8_reference::decode(q[i]));
 }
 
 }  // namespace
@@ -46,7 +46,7 @@ void reference_fp8(const GmmSpec& s, const TensorMap& in, TensorMap& out, const 
 
   // Rows left out: NaN (never a plausible result); padding rows: what a zero row becomes.
   const auto pad = zero_rows(act);
-  const float zero_scale = fp8::group_scale(0.0f, s.ue8m0);
+  const float zero = 0.0f, zero_scale = fp8_reference::group_scale(&zero, 1, s.ue8m0);
   for (std::int64_t r = 0; r < R; ++r) {
     const bool skip = !pad[r] && static_cast<std::int64_t>(rows.size()) != R;
     for (std::int64_t j = 0; j < NO; ++j) y.set(r * NO + j, skip ? std::numeric_limits<double>::quiet_NaN() : 0.0);
@@ -90,7 +90,7 @@ void reference_fp8(const GmmSpec& s, const TensorMap& in, TensorMap& out, const 
     });
     if (!s.down)
       for (std::size_t i = 0; i < mine.size(); ++i)
-        fp8::quantize_row(hf.data() + i * NO, NO, y.data<std::uint8_t>() + mine[i] * NO, hs->data<float>() + mine[i] * OG,
+        fp8_reference::quantize_row(hf.data() + i * NO, NO, y.data<std::uint8_t>() + mine[i] * NO, hs->data<float>() + mine[i] * OG,
                           s.ue8m0);
   }
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -230,6 +231,39 @@ TEST(GmmFp8Problem, RefusesShapesAndConfigs) {
   // vLLM's spelling is the same problem.
   const ParamSpec* dt = F().problem_param("dtype");
   EXPECT_EQ(parse_value(*dt, "fp8_w8a8"), Value(std::string("fp8")));
+}
+
+// Weights break the rule of docs/fp8.md ("Invalid weights") one entry at a time: a NaN code of
+// either sign, a block scale that is zero, negative, NaN or inf. Each is refused before any
+// backend runs, naming the tensor and the entry; the untouched weights prepare.
+TEST(GmmFp8Inputs, RefusesNanWeightCodesAndScalesThatAreNotPositiveAndFinite) {
+  for (const char* stage : {"up", "down"}) {
+    const Params problem = fp8_gmm_problem(9, 2, 1, 256, 256, 4, stage);
+    const Prepared good = prepare(F(), problem, seeded(8));
+    const GmmSpec s = GmmSpec::parse(good.problem);
+    const auto refused = [&](const char* name, std::int64_t at, auto set, const std::string& says) {
+      TensorMap given;
+      for (const char* k : {s.weight_name(), s.weight_scale_name()}) {
+        given[k] = Tensor(good.inputs.at(k).dtype(), good.inputs.at(k).shape());
+        std::memcpy(given[k].raw(), good.inputs.at(k).raw(), good.inputs.at(k).nbytes());
+      }
+      set(given.at(name), at);
+      try {
+        prepare(F(), problem, seeded(8), given);
+        ADD_FAILURE() << stage << " " << name << "[" << at << "] accepted";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("flat index " + std::to_string(at)), std::string::npos) << e.what();
+      }
+    };
+    const std::int64_t last_code = good.inputs.at(s.weight_name()).numel() - 1;
+    for (std::uint8_t nan : {std::uint8_t{0x7F}, std::uint8_t{0xFF}})
+      refused(s.weight_name(), last_code, [nan](Tensor& t, std::int64_t i) { t.data<std::uint8_t>()[i] = nan; },
+              "holds a NaN code");
+    for (float bad : {0.0f, -0.5f, std::nanf(""), INFINITY})
+      refused(s.weight_scale_name(), 1, [bad](Tensor& t, std::int64_t i) { t.data<float>()[i] = bad; },
+              "weight block scales must be positive and finite");
+  }
 }
 
 }  // namespace
