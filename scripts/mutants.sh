@@ -97,14 +97,21 @@ make_copy() {
   touch "$tree/.moebench-mutants"
   git -C "$root" ls-files -z -co --exclude-standard | tar -C "$root" --null -T - -cf - | tar -C "$tree" -xf -
   tar -C "$root" -cf - "${tree_build#"$root"/}" | tar -C "$tree" -xf -
+  # The pinned dependencies (.deps: cuobjdump, tvm_ffi, numpy) are ignored, so not copied: a
+  # link stays a link, a folder is bound into the copy by in_copy. Without them the tests that
+  # need them fail before any mutation, or count as catches.
+  if [ -L "$root/.deps" ]; then cp -P "$root/.deps" "$tree/.deps"
+  elif [ -d "$root/.deps" ]; then mkdir -p "$tree/.deps"; fi
   mkdir -p "$logs"
 }
 
-# Runs a command with the copy mounted over the tree, in a mount namespace of its own.
+# Runs a command with the copy mounted over the tree, in a mount namespace of its own, the
+# tree's .deps folder bound into the copy first (--rbind carries that mount along).
 in_copy() {
   local ns=(unshare -m)
   [ "$(id -u)" = 0 ] || ns=(unshare -rm)
-  "${ns[@]}" sh -c 'mount --bind "$1" "$2" && cd "$2" && shift 2 && exec "$@"' sh "$tree" "$root" "$@"
+  "${ns[@]}" sh -c 'if [ -d "$2/.deps" ] && [ ! -L "$2/.deps" ]; then mount --bind "$2/.deps" "$1/.deps" || exit 1; fi
+    mount --rbind "$1" "$2" && cd "$2" && shift 2 && exec "$@"' sh "$tree" "$root" "$@"
 }
 
 # ccache in direct mode was seen to return an nvcc object of another tree's version of a
@@ -131,6 +138,9 @@ echo "mutants: copying the tree and its build to $tree"
 make_copy
 in_copy true 2>"$logs/unshare.log" ||
   die "cannot mount the copy over the tree in a private mount namespace ($(head -c 200 "$logs/unshare.log")): run as root or enable user namespaces"
+if [ -e "$root/.deps" ]; then
+  in_copy sh -c '[ -n "$(ls -A .deps)" ]' || die "the copy does not see $root/.deps: the tests that need it would fail unmutated"
+fi
 mutations=$(python3 -c "$helper" check "$list" "$tree") || exit 2
 [ -n "$mutations" ] || die "$list lists no mutation"
 

@@ -374,6 +374,53 @@ TEST(TunerRunner, ResumeReplacesAPointWhosePreparationCrashed) {
   fs::remove_all(d);
 }
 
+// Two copies of one sweep where one holds a crashed copy of a point the other finished (its
+// worker died preparing it): merged in either order, every point keeps its winner and the table
+// every entry. A later error record must never replace an earlier success.
+TEST(TunerRunner, MergeKeepsTheWinnerOverACrashedCopyInEitherOrder) {
+  const fs::path d = temp_dir("runner-merge-crash");
+  SweepOptions o = options(d / "done", scale_problem(256), {1, 8, 32});
+  o.tables_dir.clear();
+  run_sweep(o);
+  const fs::path crashed_dir = d / "crashed";
+  fs::create_directories(crashed_dir);
+  const JournalContents done = read_journal((d / "done" / "journal.jsonl").string());
+  std::string victim;
+  {
+    std::ofstream out(crashed_dir / "journal.jsonl", std::ios::trunc);
+    out << done.header.dump() << "\n";
+    for (auto& l : done.lines) {
+      const bool is_victim = l.value("type", "") == "point" && l.value("tokens", 0) == 8;
+      if (!is_victim) {
+        out << l.dump() << "\n";
+        continue;
+      }
+      victim = l["point"].get<std::string>();
+      json crashed = l;
+      for (const char* k : {"winner", "runner_up", "default", "rounds", "budget_hit"}) crashed.erase(k);
+      crashed["evaluated"] = 0;
+      crashed["error"] = "preparing the problem: the worker died (signal 9)";
+      out << crashed.dump() << "\n";
+    }
+  }
+  ASSERT_FALSE(victim.empty());
+  const std::vector<std::vector<std::string>> orders = {{(d / "done").string(), crashed_dir.string()},
+                                                       {crashed_dir.string(), (d / "done").string()}};
+  for (std::size_t i = 0; i < orders.size(); ++i) {
+    const fs::path out = d / ("merged" + std::to_string(i));
+    const MergeOutcome m = merge_sweeps(orders[i], out.string(), (out / "tables").string());
+    ASSERT_EQ(m.results["points"].size(), 3u) << "order " << i;
+    for (auto& p : m.results["points"]) {
+      EXPECT_FALSE(p.contains("error")) << "order " << i << ": " << p.dump();
+      EXPECT_TRUE(p.contains("winner")) << "order " << i << ": " << p.dump();
+    }
+    ASSERT_EQ(m.tables.size(), 1u) << "order " << i;
+    EXPECT_EQ(moe::runtime::load_table(m.tables[0]).entries.size(), 3u) << "order " << i;
+    EXPECT_EQ(m.summary_md.find("worker died"), std::string::npos) << "order " << i << "\n" << m.summary_md;
+  }
+  fs::remove_all(d);
+}
+
 TEST(TunerRunner, SpaceFileBudgetAndSkippedPoints) {
   const fs::path d = temp_dir("runner-space");
   const fs::path space = d / "space.json";

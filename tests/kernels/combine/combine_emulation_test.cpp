@@ -74,4 +74,36 @@ TEST(CombineEmulation, OddHiddenAndManySlots) {
   EXPECT_EQ(check_space(problem(3, 40, 34, 0, 90, "f16", "dense", "f32", "none"), 8), "");
 }
 
+// The rmsnorm epilogue with an eps that matters (0.5 against mean squares of order 1) and a token
+// whose sum and residual are all zero: its out must be exactly 0, which only the eps keeps from
+// 0 * rsqrt(0) = NaN. A kernel dropping eps fails both.
+TEST(CombineEmulation, RmsnormEpsMattersAndAZeroTokenGivesZero) {
+  for (const char* dt : {"bf16", "f16"}) {
+    Params pr = problem(7, 8, 3, 0, 64, dt, "ragged", "same", "rmsnorm");
+    pr.set("eps", 0.5);
+    const Params full = complete(combine_family().problem_params, pr, "test problem");
+    InputOptions o;
+    o.seed = 12;
+    const tuner::Prepared first = tuner::prepare(combine_family(), full, o);
+    TensorMap given = first.inputs;
+    const std::int64_t K = 3, D = 64, zero_token = 4;
+    for (std::int64_t j = 0; j < K; ++j) given.at("weights").data<float>()[zero_token * K + j] = 0.0f;
+    for (std::int64_t c = 0; c < D; ++c) given.at("residual").set(zero_token * D + c, 0.0);
+    const tuner::Prepared p = tuner::prepare(combine_family(), full, o, given);
+    for (std::int64_t c = 0; c < D; ++c) ASSERT_EQ(p.reference.at("out").get(zero_token * D + c), 0.0) << dt;
+    std::string fails;
+    for (const Params& c : combine_family().need_backend(Backend::emu).space(full, described_h100(), true)) {
+      const tuner::Outcome out = tuner::run_emu(p, c);
+      if (!out.validation.ok) fails += c.str() + ": " + out.validation.summary() + "\n";
+      for (std::int64_t i = 0; i < D; ++i)
+        if (out.outputs.at("out").get(zero_token * D + i) != 0.0) {
+          fails += c.str() + ": the all-zero token's out[" + std::to_string(i) + "] is " +
+                   std::to_string(out.outputs.at("out").get(zero_token * D + i)) + "\n";
+          break;
+        }
+    }
+    EXPECT_EQ(fails, "") << dt;
+  }
+}
+
 }  // namespace
