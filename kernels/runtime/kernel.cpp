@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/disjoint_views.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "moe/programmatic_launch.hpp"
@@ -31,19 +32,6 @@ std::vector<std::string> table_dirs(const KernelOptions& o) {
   return runtime::default_table_dirs();
 }
 
-// Nearest key in |log2(key/tokens)|, ties to the smaller key, by comparing key*key with
-// tokens*tokens products so no logarithm or allocation is needed.
-std::size_t nearest_index(const std::vector<std::int64_t>& keys, std::int64_t tokens) {
-  auto it = std::lower_bound(keys.begin(), keys.end(), tokens);
-  if (it == keys.begin()) return 0;
-  if (it == keys.end()) return keys.size() - 1;
-  if (*it == tokens) return static_cast<std::size_t>(it - keys.begin());
-  const std::int64_t hi = *it, lo = *(it - 1);
-  // log2(hi/t) < log2(t/lo)  <=>  hi*lo < t*t
-  const long double prod = static_cast<long double>(hi) * lo, sq = static_cast<long double>(tokens) * tokens;
-  return static_cast<std::size_t>((prod < sq ? it : it - 1) - keys.begin());
-}
-
 }  // namespace
 
 Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) : impl_(std::make_unique<Impl>()) {
@@ -63,6 +51,7 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
   m.problem = complete(m.family->problem_params, p, "family '" + name + "'");
   if (m.family->check_problem) m.family->check_problem(m.problem);
 
+  const std::vector<std::string> dirs = table_dirs(o);
   auto resolve = [&](std::int64_t tokens, const Params* given, std::string why) {
     Params q = m.problem;
     q.set("tokens", tokens);
@@ -74,14 +63,14 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
       c = def;  // its own choices come from the stages' tables
       if (why.empty()) why = "stages pinned from their tables";
     } else {
-      const runtime::Choice ch = runtime::choose_config(*m.family, o.backend, q, m.dev, table_dirs(o), o.quiet);
+      const runtime::Choice ch = runtime::choose_config(*m.family, o.backend, q, m.dev, dirs, o.quiet);
       c = ch.config;
       if (why.empty()) why = ch.reason;
     }
     for (auto& [k, v] : def.values())
       if (!c.has(k)) c.set(k, v);
     c = complete(m.backend->config_params, c, name + " config");
-    if (m.backend->pin_config) c = m.backend->pin_config(q, c, m.dev, table_dirs(o), o.quiet);
+    if (m.backend->pin_config) c = m.backend->pin_config(q, c, m.dev, dirs, o.quiet);
     if (m.backend->invalid_reason)
       if (auto bad = m.backend->invalid_reason(q, c, m.dev); !bad.empty())
         throw Error(name + " config " + c.str() + " is invalid at " + std::to_string(tokens) + " tokens: " + bad);
@@ -104,7 +93,7 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
   // still follow the token count.
   std::shared_ptr<const runtime::ConfigTable> table;
   std::string path;
-  for (const auto& dir : table_dirs(o)) {
+  for (const auto& dir : dirs) {
     path = runtime::table_path(dir, runtime::device_slug(m.dev), m.family->name, runtime::problem_key(m.problem));
     // A broken table is passed over here: choosing the config below says so in its one warning.
     try {
@@ -114,8 +103,7 @@ Kernel::Kernel(const std::string& name, const Params& problem, KernelOptions o) 
     }
   }
   std::vector<std::int64_t> grid;
-  if (table)
-    for (auto& [t, e] : table->entries) grid.push_back(t);
+  if (table) grid = table->keys;
   m.from_table = !grid.empty();
   if (grid.empty()) grid = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
   for (std::int64_t t : grid) resolve(t, o.config ? &*o.config : nullptr, o.config ? "explicit config" : "");
@@ -128,10 +116,10 @@ Kernel& Kernel::operator=(Kernel&&) noexcept = default;
 const FamilyDesc& Kernel::family() const { return *impl_->family; }
 const Params& Kernel::problem() const { return impl_->problem; }
 
-const Params& Kernel::config(std::int64_t tokens) const { return impl_->configs[nearest_index(impl_->keys, tokens)]; }
+const Params& Kernel::config(std::int64_t tokens) const { return impl_->configs[runtime::nearest_index(impl_->keys, tokens)]; }
 
 std::string Kernel::describe(std::int64_t tokens) const {
-  const std::size_t i = nearest_index(impl_->keys, tokens);
+  const std::size_t i = runtime::nearest_index(impl_->keys, tokens);
   std::string why = impl_->reasons[i];
   // Without a table the keys are the default grid's: no "nearest key" to speak of.
   if (impl_->from_table && impl_->keys.size() > 1 && impl_->keys[i] != tokens)
@@ -152,6 +140,7 @@ void Kernel::run(std::int64_t tokens, const RefMap& in, const RefMap& out, void*
   // run them (and allocate nothing) on whatever device the thread has current.
   if (impl_->backend->backend == Backend::cuda)
     require_current_device(impl_->dev.ordinal, "moe::Kernel(\"" + impl_->family->name + "\")");
+  check_disjoint_views(impl_->family->name, in, out, workspace, ws_bytes);
   Params q = impl_->problem;
   q.set("tokens", tokens);
   const Params& c = config(tokens);

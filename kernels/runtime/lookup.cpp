@@ -18,17 +18,29 @@ std::string_view match_name(Match m) {
   }
 }
 
-std::int64_t nearest_key(const std::vector<std::int64_t>& keys, std::int64_t tokens) {
-  std::int64_t below = -1, above = -1;
-  for (std::int64_t k : keys) {
-    if (k == tokens) return k;
-    if (k < tokens && (below < 0 || k > below)) below = k;
-    if (k > tokens && (above < 0 || k < above)) above = k;
+std::size_t nearest_index(const std::vector<std::int64_t>& sorted, std::int64_t tokens, std::size_t* reads) {
+  const auto read = [&](std::size_t i) {
+    if (reads) ++*reads;
+    return sorted[i];
+  };
+  // The first key >= tokens, by halving [lo, hi).
+  std::size_t lo = 0, hi = sorted.size();
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (read(mid) < tokens) lo = mid + 1;
+    else hi = mid;
   }
-  if (below < 0 || above < 0) return below < 0 ? above : below;
+  if (lo == 0) return 0;
+  if (lo == sorted.size()) return lo - 1;
+  const std::int64_t above = read(lo), below = read(lo - 1);
+  if (above == tokens) return lo;
   // log2(t/below) vs log2(above/t) compares t*t with below*above, exactly in integers.
   const __int128 t2 = static_cast<__int128>(tokens) * tokens, ba = static_cast<__int128>(below) * above;
-  return t2 <= ba ? below : above;
+  return t2 <= ba ? lo - 1 : lo;
+}
+
+std::int64_t nearest_key(const std::vector<std::int64_t>& sorted, std::int64_t tokens) {
+  return sorted.empty() ? -1 : sorted[nearest_index(sorted, tokens)];
 }
 
 std::string sweep_command(const FamilyDesc& f, Backend b, const Params& problem, const std::string& dir) {
@@ -103,9 +115,7 @@ Choice choose_config(const FamilyDesc& f, Backend b, const Params& problem, cons
       if (problem_note.empty()) problem_note = "table " + path + " no longer applies: " + stale;
       continue;
     }
-    std::vector<std::int64_t> keys;
-    for (auto& [k, e] : table->entries) keys.push_back(k);
-    const std::int64_t k = nearest_key(keys, tokens);
+    const std::int64_t k = nearest_key(table->keys, tokens);
     if (k < 0) {
       problem_note = "table " + path + " has no entries";
       break;

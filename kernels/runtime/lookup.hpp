@@ -26,9 +26,13 @@ struct Choice {
   bool missing = false;  // the fallback's cause: no table in any of the dirs
 };
 
-// The key for `tokens`: itself when present, else the nearest in |log2(key/tokens)| with ties
-// to the smaller key; -1 when `keys` is empty.
-std::int64_t nearest_key(const std::vector<std::int64_t>& keys, std::int64_t tokens);
+// The index in `sorted` (ascending, distinct keys) of the key for `tokens`: itself when present,
+// else the nearest in |log2(key/tokens)| with ties to the smaller key; `sorted` must not be
+// empty. A binary search: moe::Kernel asks once per entry of its table, so a linear scan made a
+// table of 100,000 entries take many minutes to bind. `reads`, when given, counts the keys read.
+std::size_t nearest_index(const std::vector<std::int64_t>& sorted, std::int64_t tokens, std::size_t* reads = nullptr);
+// The key nearest_index chooses; -1 when `sorted` is empty.
+std::int64_t nearest_key(const std::vector<std::int64_t>& sorted, std::int64_t tokens);
 
 // `problem` is complete and includes "tokens". Tables are looked for in `dirs` in order.
 // A fallback prints its warning on stderr once per missing table per process unless `quiet`.

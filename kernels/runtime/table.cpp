@@ -147,6 +147,8 @@ ConfigTable load_table(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw fail(std::string("unexpected layout (") + e.what() + ")");
   }
+  t.keys.reserve(t.entries.size());
+  for (auto& [k, e] : t.entries) t.keys.push_back(k);
   return t;
 }
 

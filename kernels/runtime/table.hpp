@@ -30,6 +30,7 @@ struct ConfigTable {
   std::string problem_key;
   std::string build_id;  // "build": {"id"}: of the kernels that were tuned; "" in older tables
   std::map<std::int64_t, TableEntry> entries;  // by token count
+  std::vector<std::int64_t> keys;              // the entries' token counts, ascending: nearest_index's
 };
 
 // "cpu" for the cpu backend (tiles are tuned per host, not per model name, so tables travel

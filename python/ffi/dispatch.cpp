@@ -14,7 +14,7 @@ DispatchSpec spec_at(const KernelObj& k, std::int64_t tokens) {
   if (k.kernel.family().name != "dispatch")
     throw Error("dispatch needs a Kernel of the dispatch family, got '" + k.kernel.family().name + "'");
   Params p = k.kernel.problem();
-  p.set("tokens", tokens);
+  p.set("tokens", checked_tokens(k, tokens));
   return DispatchSpec::parse(p);
 }
 

@@ -1,6 +1,7 @@
 // moebench.Kernel: a family's problem bound once (moe::Kernel), and what it answers per token
 // count. Problems and configs arrive as JSON objects of words, parsed by the families' own
 // parameter specs, so `experts="256"` means what `--experts 256` means on the command line.
+#include <tvm/ffi/container/array.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/function.h>
 
@@ -53,15 +54,33 @@ tvm::ffi::ObjectRef kernel_new(const tvm::ffi::String& family_name, const tvm::f
 }
 
 tvm::ffi::String kernel_config(const tvm::ffi::ObjectRef& h, int64_t tokens) {
-  return guarded([&] { return tvm::ffi::String(runtime::params_to_json(kernel_of(h).kernel.config(tokens)).dump()); });
+  return guarded([&] {
+    const KernelObj& k = kernel_of(h);
+    return tvm::ffi::String(runtime::params_to_json(k.kernel.config(checked_tokens(k, tokens))).dump());
+  });
 }
 
 tvm::ffi::String kernel_describe(const tvm::ffi::ObjectRef& h, int64_t tokens) {
-  return guarded([&] { return tvm::ffi::String(kernel_of(h).kernel.describe(tokens)); });
+  return guarded([&] {
+    const KernelObj& k = kernel_of(h);
+    return tvm::ffi::String(k.kernel.describe(checked_tokens(k, tokens)));
+  });
 }
 
 int64_t kernel_workspace_bytes(const tvm::ffi::ObjectRef& h, int64_t tokens) {
-  return guarded([&] { return static_cast<int64_t>(kernel_of(h).kernel.workspace_bytes(tokens)); });
+  return guarded([&] {
+    const KernelObj& k = kernel_of(h);
+    return static_cast<int64_t>(k.kernel.workspace_bytes(checked_tokens(k, tokens)));
+  });
+}
+
+// [lo, hi] of the token counts the family takes: Python ints past int64 are refused with it
+// before they reach a call.
+tvm::ffi::Array<int64_t> kernel_tokens_range(const tvm::ffi::ObjectRef& h) {
+  return guarded([&] {
+    const ParamSpec* spec = kernel_of(h).kernel.family().problem_param("tokens");
+    return tvm::ffi::Array<int64_t>{spec ? spec->min : INT64_MIN, spec ? spec->max : INT64_MAX};
+  });
 }
 
 tvm::ffi::String kernel_family(const tvm::ffi::ObjectRef& h) {
@@ -118,6 +137,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(kernel_new, moe::ffi::kernel_new);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(kernel_config, moe::ffi::kernel_config);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(kernel_describe, moe::ffi::kernel_describe);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(kernel_workspace_bytes, moe::ffi::kernel_workspace_bytes);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(kernel_tokens_range, moe::ffi::kernel_tokens_range);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(kernel_family, moe::ffi::kernel_family);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(kernel_problem, moe::ffi::kernel_problem);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(kernel_outputs, moe::ffi::kernel_outputs);

@@ -99,7 +99,17 @@ std::int64_t rows_of(const TensorRef& t, const char* name) {
   return t.shape[0];
 }
 
+std::int64_t checked_tokens(const KernelObj& k, std::int64_t tokens) {
+  const FamilyDesc& f = k.kernel.family();
+  const ParamSpec* spec = f.problem_param("tokens");
+  if (spec && (tokens < spec->min || tokens > spec->max))
+    throw Error(f.name + ": tokens = " + std::to_string(tokens) + " is out of range [" + std::to_string(spec->min) +
+                ", " + std::to_string(spec->max) + "], the token counts --tokens takes");
+  return tokens;
+}
+
 std::vector<TensorSpec> output_specs(const KernelObj& k, std::int64_t tokens, std::int64_t rows) {
+  checked_tokens(k, tokens);
   const FamilyDesc& f = k.kernel.family();
   Params p = k.kernel.problem();
   p.set("tokens", tokens);
@@ -120,7 +130,7 @@ std::vector<TensorSpec> output_specs(const KernelObj& k, std::int64_t tokens, st
 void check_views(const KernelObj& k, std::int64_t tokens, std::int64_t rows, const RefMap& in, const RefMap& out) {
   const FamilyDesc& f = k.kernel.family();
   Params p = k.kernel.problem();
-  p.set("tokens", tokens);
+  p.set("tokens", checked_tokens(k, tokens));
   const std::vector<TensorSpec> in_specs = f.input_specs(p);
   for (auto& [name, t] : in)
     if (std::none_of(in_specs.begin(), in_specs.end(), [&](const TensorSpec& s) { return s.name == name; }))

@@ -47,6 +47,10 @@ Workspace workspace_of(const KernelObj& k, const tvm::ffi::Optional<tvm::ffi::Te
 // The token (or row) count: a view's first dimension.
 std::int64_t rows_of(const TensorRef& t, const char* name);
 
+// `tokens` when it is a token count the family takes (the range `--tokens` takes on the command
+// line), else an Error saying so: a count of 0, a negative one or 2^62 must not size anything.
+std::int64_t checked_tokens(const KernelObj& k, std::int64_t tokens);
+
 // The outputs a call at `tokens` writes, given `rows` rows of dispatched activations (gmm, combine):
 // the family's own specs, except dispatch's rows, sized for the most any routing produces.
 std::vector<TensorSpec> output_specs(const KernelObj& k, std::int64_t tokens, std::int64_t rows);

@@ -39,6 +39,7 @@ def _target(kernel, entry, none_at, attrs=()):
 
 def _call(kernel, entry, inputs, none_at, tokens, rows, workspace_at=None, attrs=None):
     """inputs: name -> array in the entry's order; None where the problem takes no such tensor."""
+    handle(kernel)  # a TypeError for anything but a Kernel, before any of its methods is asked for
     given = {n: a for n, a in inputs.items() if a is not None}
     outs = kernel.outputs(tokens, rows)
     shapes = [jax.ShapeDtypeStruct(tuple(o["shape"]), _DTYPES[o["dtype"]]) for o in outs]

@@ -1,6 +1,7 @@
 """moebench.Kernel: one family's problem bound to a backend and device (moe::Kernel in C++)."""
 
 import json
+import operator
 from typing import Iterable, Mapping, Optional
 
 from ._module import lib
@@ -44,23 +45,24 @@ class Kernel:
         return json.loads(lib().kernel_problem(self._handle))
 
     def config(self, tokens: int) -> dict:
-        return json.loads(lib().kernel_config(self._handle, int(tokens)))
+        return json.loads(lib().kernel_config(self._handle, tokens_arg(self, tokens)))
 
     def describe(self, tokens: int) -> str:
         """One line: which table and entry gives the config, or the default and why."""
-        return lib().kernel_describe(self._handle, int(tokens))
+        return lib().kernel_describe(self._handle, tokens_arg(self, tokens))
 
     def workspace_bytes(self, tokens: int) -> int:
-        return lib().kernel_workspace_bytes(self._handle, int(tokens))
+        return lib().kernel_workspace_bytes(self._handle, tokens_arg(self, tokens))
 
     def max_rows(self, tokens: int) -> int:
         """dispatch: the rows of src and x_sorted, the most any routing produces."""
-        return lib().dispatch_max_rows(self._handle, int(tokens))
+        return lib().dispatch_max_rows(self._handle, tokens_arg(self, tokens))
 
     def outputs(self, tokens: int, rows: Optional[int] = None) -> list:
         """What a call at `tokens` writes: [{"name", "dtype", "shape"}], dtype as moebench names it
         ("f32", "bf16", ...). `rows`: dispatched rows given to gmm or combine (default tokens)."""
-        return json.loads(lib().kernel_outputs(self._handle, int(tokens), int(tokens if rows is None else rows)))
+        t = tokens_arg(self, tokens)
+        return json.loads(lib().kernel_outputs(self._handle, t, t if rows is None else operator.index(rows)))
 
     def __repr__(self) -> str:
         return f"moebench.Kernel({self.family!r}, backend={self.backend!r}, device={self.device})"
@@ -69,6 +71,16 @@ class Kernel:
 def build_id(family: str) -> str:
     """The id of this build of a family's kernels, which the tables it reads must record."""
     return lib().build_id(str(family))
+
+
+def tokens_arg(kernel, tokens) -> int:
+    """`tokens` as the module takes it; one past int64 is refused here, naming the range the
+    module checks every other count against (the range `--tokens` takes)."""
+    t = operator.index(tokens)
+    if not -(2**63) <= t < 2**63:
+        lo, hi = lib().kernel_tokens_range(handle(kernel))
+        raise ValueError(f"{kernel.family}: tokens = {t} is out of range [{lo}, {hi}], the token counts --tokens takes")
+    return t
 
 
 def handle(kernel) -> object:

@@ -1,39 +1,58 @@
 """The entry points of moe/moe.hpp: the same tensors in the same order as their C++ namesakes,
 None where C++ takes a null pointer. Outputs are the caller's and are written in place; nothing
 is allocated. Tensors are anything with __dlpack__ (numpy, torch, ...): host memory on the cpu
-backend, the kernel's GPU on the cuda one (then the work goes on the caller's current stream)."""
+backend, the kernel's GPU on the cuda one (then the work goes on the caller's current stream).
+An output must be writable and share no memory with an input or another output (ValueError)."""
 
+from ._buffers import check_outputs
+from ._buffers import input_view as _in
 from ._module import lib
-from .kernel import handle
+from .kernel import handle, tokens_arg
 
 
 def router(kernel, logits, bias, weights, ids):
-    lib().router(handle(kernel), logits, bias, weights, ids)
+    h = handle(kernel)
+    check_outputs("router", weights=weights, ids=ids)
+    lib().router(h, _in(logits), _in(bias), weights, ids)
 
 
 def dispatch(kernel, x, ids, offsets, src, dst, x_sorted, workspace=None):
     """src and x_sorted hold kernel.max_rows(T) rows; offsets[-1] says how many are used."""
-    lib().dispatch(handle(kernel), x, ids, offsets, src, dst, x_sorted, workspace)
+    h = handle(kernel)
+    check_outputs("dispatch", offsets=offsets, src=src, dst=dst, x_sorted=x_sorted, workspace=workspace)
+    lib().dispatch(h, _in(x), _in(ids), offsets, src, dst, x_sorted, workspace)
 
 
 def gmm_up(kernel, tokens, x_sorted, offsets, w13, h, workspace=None):
-    lib().gmm_up(handle(kernel), int(tokens), x_sorted, offsets, w13, h, workspace)
+    k = handle(kernel)
+    check_outputs("gmm_up", h=h, workspace=workspace)
+    lib().gmm_up(k, tokens_arg(kernel, tokens), _in(x_sorted), _in(offsets), _in(w13), h, workspace)
 
 
 def gmm_down(kernel, tokens, h, offsets, w2, row_weight, y_sorted, workspace=None):
-    lib().gmm_down(handle(kernel), int(tokens), h, offsets, w2, row_weight, y_sorted, workspace)
+    k = handle(kernel)
+    check_outputs("gmm_down", y_sorted=y_sorted, workspace=workspace)
+    lib().gmm_down(k, tokens_arg(kernel, tokens), _in(h), _in(offsets), _in(w2), _in(row_weight), y_sorted,
+                   workspace)
 
 
 def combine(kernel, y_sorted, dst, weights, out):
-    lib().combine(handle(kernel), y_sorted, dst, weights, out)
+    h = handle(kernel)
+    check_outputs("combine", out=out)
+    lib().combine(h, _in(y_sorted), _in(dst), _in(weights), out)
 
 
 def moe_layer(kernel, logits, bias, x, w13, w2, out, workspace=None):
     """workspace: kernel.workspace_bytes(T) bytes (any dtype) for the layer's intermediates."""
-    lib().moe_layer(handle(kernel), logits, bias, x, w13, w2, out, workspace)
+    h = handle(kernel)
+    check_outputs("moe_layer", out=out, workspace=workspace)
+    lib().moe_layer(h, _in(logits), _in(bias), _in(x), _in(w13), _in(w2), out, workspace)
 
 
 def moe_layer_fp8(kernel, logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace=None):
     """A kernel of dtype fp8 (docs/fp8.md): w13, w2 float8_e4m3fn, one float32 scale per 128x128
     block (w13_scale [E, 2I/128, D/128], w2_scale [E, D/128, I/128]); logits, x and out bf16."""
-    lib().moe_layer_fp8(handle(kernel), logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace)
+    h = handle(kernel)
+    check_outputs("moe_layer_fp8", out=out, workspace=workspace)
+    lib().moe_layer_fp8(h, _in(logits), _in(bias), _in(x), _in(w13), _in(w13_scale), _in(w2), _in(w2_scale), out,
+                        workspace)

@@ -14,6 +14,7 @@ import itertools
 from typing import Optional
 
 from . import ops
+from .kernel import handle
 
 _kernels = {}
 _next_id = itertools.count(1)
@@ -21,6 +22,7 @@ _next_id = itertools.count(1)
 
 def kernel_id(kernel) -> int:
     """The int the custom ops take for `kernel`; the Kernel stays alive as long as the module."""
+    handle(kernel)  # a TypeError for anything but a Kernel
     kid = getattr(kernel, "_torch_id", None)
     if kid is None:
         kid = kernel._torch_id = next(_next_id)
@@ -80,7 +82,8 @@ def _forward(name):
 
     @functools.wraps(eager)
     def call(kernel, *args):
-        getattr(_ops(), name)(kernel_id(kernel), *args)
+        kid = kernel_id(kernel)  # before torch is imported: a wrong argument says so either way
+        getattr(_ops(), name)(kid, *args)
 
     return call
 

@@ -107,3 +107,28 @@ def test_dispatch_needs_room_for_every_routing(rng):
             poisoned((6, 8), np.float32))
     refused(ValueError, r"dispatch needs a Kernel of the dispatch family",
             cpu_kernel("router", {"experts": 4, "topk": 2}).max_rows, 3)
+
+
+def test_the_bf16_and_fp8_examples_of_the_docs_run():
+    # docs/python.md's examples of passing ml_dtypes arrays, run as written: the torch one where
+    # torch is installed.
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    for m in ("ml_dtypes", "jax", "jax_tvm_ffi"):
+        if importlib.util.find_spec(m) is None:
+            pytest.skip(f"{m} is not importable")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text()
+    section = doc[doc.index("## bf16 and fp8 from numpy"):]
+    section = section[: section.index("\n## ", 3)]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 2
+    scope = {}
+    exec(blocks[0], scope)
+    assert scope["out"].dtype.name == "bfloat16" and scope["out"].shape == (9, 64)
+    assert np.isfinite(scope["out"].astype(np.float32)).all()
+    jax_out = scope["out"].astype(np.float32)
+    if importlib.util.find_spec("torch") is not None:
+        exec(blocks[1], scope)
+        np.testing.assert_array_equal(scope["out"].astype(np.float32), jax_out)

@@ -43,3 +43,23 @@ def test_describe_reports_the_entry_lookup_chooses(tmp_path):
         else:  # the same entry, named as moe::Kernel::describe names it
             assert f"(nearest key in log2 distance is {chosen['entry_tokens']}: exact entry" in kern.describe(t)
     assert kern.config(500)["rows_per_task"] == 32 and kern.config(20)["select"] == "iterative"
+
+
+def test_a_kernel_over_a_hundred_thousand_entries_binds_as_lookup_reads_it(tmp_path):
+    # One config resolved per entry, each a search of the table's sorted keys: n log n. A scan of
+    # the keys per entry made this n^2, many minutes, which ctest's timeout would end.
+    n = 100_000
+    table = lookup(tmp_path, [16])[0]["table"]
+    os.makedirs(os.path.dirname(table), exist_ok=True)
+    selects = ("iterative", "partial_sort")
+    entries = {str(t): {"config": {"rows_per_task": 1 + t % 32, "select": selects[t % 2]}, "median_us": 1.0}
+               for t in range(1, n + 1)}
+    with open(table, "w") as f:
+        json.dump({"schema": "moebench/config-table@1", "kernel": "router", "backend": "cpu", "device": "cpu",
+                   "build": {"id": moebench.build_id("router")}, "entries": entries}, f)
+    kern = cpu_kernel("router", PROBLEM, table_dirs=[tmp_path])
+    probes = [1, 2, 777, 65_536, 99_999, n, 3 * n]
+    for t, chosen in zip(probes, lookup(tmp_path, probes)):
+        assert kern.config(t) == chosen["config"]
+        assert chosen["entry_tokens"] == min(t, n)
+    assert kern.config(777) == {"rows_per_task": 1 + 777 % 32, "select": "partial_sort"}

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <thread>
 
@@ -57,6 +59,26 @@ TEST(TunerLookup, NearestKeyInLog2WithTiesToTheSmaller) {
   EXPECT_EQ(nearest_key({8}, 1), 8);            // below the smallest
   EXPECT_EQ(nearest_key({}, 7), -1);
   EXPECT_EQ(nearest_key({3, 1 << 30}, (std::int64_t{1} << 30) - 1), 1 << 30);  // no overflow
+}
+
+// moe::Kernel asks for the nearest key once per entry of its table, and `moebench lookup` once
+// per token count: each answer reads O(log n) keys, so binding a table of n entries is
+// O(n log n). The bound is on keys read, not on time.
+TEST(TunerLookup, NearestKeyReadsLogarithmicallyManyKeys) {
+  std::vector<std::int64_t> keys;
+  for (std::int64_t i = 0; i < 1'000'000; ++i) keys.push_back(3 * i + 1);
+  std::mt19937_64 g(11);
+  std::uniform_int_distribution<std::int64_t> any(1, 3'000'100);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::int64_t t = trial < 100 ? keys[static_cast<std::size_t>(any(g) % 1'000'000)] : any(g);
+    std::size_t reads = 0;
+    const std::size_t i = nearest_index(keys, t, &reads);
+    EXPECT_LE(reads, 22u) << t;  // ceil(log2(1e6)) = 20 halvings, then the two neighbours
+    EXPECT_EQ(keys[i], nearest_key(keys, t));
+    // The same rule as a scan of the neighbours would give.
+    const auto hi = std::lower_bound(keys.begin(), keys.end(), t);
+    if (hi != keys.end() && *hi == t) EXPECT_EQ(keys[i], t);
+  }
 }
 
 TEST(TunerLookup, ExactNearestAndDefault) {

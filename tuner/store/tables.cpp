@@ -15,6 +15,7 @@
 #include "runtime/table.hpp"
 #include "tuner/base/file_lock.hpp"
 #include "tuner/store/results.hpp"
+#include "tuner/store/table_entries.hpp"
 #include "tuner/base/units.hpp"
 
 namespace moe::tuner {
@@ -31,29 +32,14 @@ std::string compact_utc_now() {
 // The existing table's entries. A file in the table's place that cannot be read as a table (a
 // typo, a torn copy, a key that is no token count) is never dropped silently: it is kept beside
 // as NAME.corrupt-<time>, and the warning says so, before the new table takes its place.
-nlohmann::ordered_json existing_entries(const std::string& path) {
+TableEntries existing_entries(const std::string& path) {
   if (const std::string why = table_place_problem(path); !why.empty()) throw Error(why);
+  TableEntries entries;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return nlohmann::ordered_json::object();
+  if (!in) return entries;
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::string fault = io::json_text_problem(text);
-  nlohmann::ordered_json entries;
-  if (fault.empty()) {
-    try {
-      auto j = nlohmann::ordered_json::parse(text);
-      if (!j.is_object() || !j.contains("schema") || j["schema"] != runtime::kTableSchema)
-        fault = std::string("is not a ") + runtime::kTableSchema + " table";
-      else if (!j.contains("entries") || !j["entries"].is_object())
-        fault = "has no entries object";
-      else
-        entries = j["entries"];
-    } catch (const nlohmann::json::exception& e) {
-      fault = std::string("is not valid JSON (") + e.what() + ")";
-    }
-  }
-  for (auto& [k, v] : entries.items())
-    if (fault.empty() && (runtime::token_count_key(k) < 1 || !v.is_object()))
-      fault = "has an entry keyed '" + k.substr(0, 40) + "', which is not a token count";
+  if (fault.empty()) fault = entries.read(text);
   if (fault.empty()) return entries;
   const std::string kept = path + ".corrupt-" + compact_utc_now();
   std::error_code ec;
@@ -63,7 +49,7 @@ nlohmann::ordered_json existing_entries(const std::string& path) {
                 "): move it away yourself, then write the tables again with `moebench merge --tables`");
   std::fprintf(stderr, "moebench: warning: config table %s %s: kept it as %s and wrote a new table in its place\n",
                path.c_str(), fault.c_str(), kept.c_str());
-  return nlohmann::ordered_json::object();
+  return TableEntries();
 }
 
 }  // namespace
@@ -108,13 +94,8 @@ std::vector<std::string> write_tables(const json& results, const std::string& di
       if (p->contains("default")) e["default_median_us"] = (*p)["default"]["median_us"];
       e["evaluated"] = p->value("evaluated", 0);
       e["total"] = p->value("total", 0);
-      entries[std::to_string(p->value("tokens", 0))] = e;
+      entries.put(p->value("tokens", std::int64_t{0}), std::move(e));
     }
-    // Entries in numeric token order, for people reading the file.
-    std::map<long long, nlohmann::ordered_json> sorted;
-    for (auto& [k, v] : entries.items()) sorted[runtime::token_count_key(k)] = v;
-    nlohmann::ordered_json ordered_entries = nlohmann::ordered_json::object();
-    for (auto& [k, v] : sorted) ordered_entries[std::to_string(k)] = v;
     nlohmann::ordered_json t;
     t["schema"] = runtime::kTableSchema;
     t["kernel"] = kernel;
@@ -133,7 +114,7 @@ std::vector<std::string> write_tables(const json& results, const std::string& di
                        {"command", meta.value("command", "")}, {"written", utc_now()},
                        {"timer", meta.value("timer", json())}, {"strategy", meta.value("strategy", "")},
                        {"seed", meta.value("seed", 0)}, {"results", meta.value("results_path", "")}};
-    t["entries"] = ordered_entries;
+    t["entries"] = entries.take_json();  // in numeric token order, for people reading the file
     write_text_atomic(path, t.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
     written.push_back(path);
   }

@@ -51,7 +51,9 @@ class Kernel {
   // aligned as the kernels access them: gmm activations and weights on 16 bytes, its outputs
   // and int32/fp32 tensors on 4. The workspace must start on 128 bytes (the wgmma gmm keeps
   // CUtensorMap copies in it; cudaMalloc's 256-byte alignment is enough). A misaligned view is
-  // an Error before anything is launched, never a fault that ends the CUDA context.
+  // an Error before anything is launched, never a fault that ends the CUDA context. Nothing
+  // works in place: an output that shares a byte with an input, another output or the workspace
+  // is an Error too.
   void run(std::int64_t tokens, const RefMap& in, const RefMap& out, void* stream = nullptr,
            void* workspace = nullptr, std::size_t workspace_bytes = 0) const;
 
