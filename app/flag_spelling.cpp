@@ -57,14 +57,26 @@ std::vector<std::string> respelled_args(const CLI::App& root, int argc, const ch
   for (; i < args.size(); ++i) {
     std::string& a = args[i];
     if (a == "--") break;
+    const auto nearest = [&](const std::string& name) -> std::string {
+      if (auto it = by_dashed.find(dashed(name)); it != by_dashed.end()) return "--" + it->second->get_lnames().front();
+      if (auto h = habits().find(dashed(name)); h != habits().end() && by_dashed.count(h->second)) return "--" + h->second;
+      return tuner::closest_name("--" + name, names);
+    };
+    // vLLM's -tp, or --tp typed with one dash: CLI11 would answer with its raw parse error. A
+    // negative number (-1) or a word no flag is near goes on to CLI11 as it is.
+    if (a.size() >= 3 && a[0] == '-' && a[1] != '-' && std::isalpha(static_cast<unsigned char>(a[1]))) {
+      const std::string name = a.substr(1, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 1);
+      if (const std::string near = nearest(name); !near.empty())
+        throw Error("unknown flag -" + name + ": did you mean " + near + "? (long flags take two dashes; see `" + where +
+                    " --help`)");
+      continue;
+    }
     if (a.size() < 3 || a.compare(0, 2, "--") != 0) continue;
     const std::size_t eq = a.find('=');
     const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     const auto it = by_dashed.find(dashed(name));
     if (it == by_dashed.end()) {
-      std::string near;
-      if (auto h = habits().find(dashed(name)); h != habits().end() && by_dashed.count(h->second)) near = "--" + h->second;
-      else near = tuner::closest_name("--" + name, names);
+      const std::string near = nearest(name);
       throw Error("unknown flag --" + name + (near.empty() ? "" : ": did you mean " + near + "?") + " (see `" + where +
                   " --help`)");
     }

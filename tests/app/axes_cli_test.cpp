@@ -224,3 +224,21 @@ TEST(AxesCli, LayerRunsOnItsExpertSlice) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("expert_begin=32,expert_end=64"), std::string::npos) << r.out;
 }
+
+// The explosion of the trial, with and without --dry-run: one error line naming the count and
+// what to do, exit 2, before any journal or plan exists.
+TEST(AxesCli, TooManyCombinationsAreRefusedInDryRunAndSweep) {
+  NEED_ROUTER();
+  std::string experts, topk;
+  for (int i = 1; i <= 4096; ++i) experts += (i > 1 ? "," : "") + std::to_string(i);
+  for (int i = 1; i <= 64; ++i) topk += (i > 1 ? "," : "") + std::to_string(i);
+  const fs::path d = temp_dir("explosion");
+  for (const std::string& extra : std::vector<std::string>{" --dry-run", " --out " + quote(d / "out") + " --tables none"}) {
+    const Proc r = mb("sweep router --experts " + experts + " --topk " + topk + " --tokens 1" + kQuick + extra);
+    EXPECT_EQ(r.code, 2) << r.out.substr(0, 2000);
+    EXPECT_NE(r.out.find("moebench: error: the problem axes make 262144 combinations"), std::string::npos) << r.out.substr(0, 2000);
+    EXPECT_NE(r.out.find("--zip"), std::string::npos) << r.out.substr(0, 2000);
+    EXPECT_EQ(count(r.out, "\n"), 1u) << "one line: " << r.out.substr(0, 2000);
+  }
+  EXPECT_FALSE(fs::exists(d / "out" / "journal.jsonl"));
+}

@@ -72,3 +72,33 @@ TEST(ForgivingFlags, RunHelpOffersOneTokenCount) {
 }
 
 }  // namespace
+
+// "--expert" is the plural's typo, not --expert_begin's prefix; vLLM's one-dash -tp is --tp.
+TEST(ForgivingFlags, PluralsRankFirstAndOneDashLongFlagsAreNamed) {
+  auto r = moebench("sweep router --expert 64 --backend cpu --dry-run");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown flag --expert: did you mean --experts?"), std::string::npos) << r.out;
+  r = moebench("run gmm --model qwen3-30b-a3b -tp 4 --tokens 1 --backend cpu");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("moebench: error: unknown flag -tp: did you mean --tp? (long flags take two dashes"), std::string::npos)
+      << r.out;
+  r = moebench("sweep router -experts=8 --backend cpu --dry-run");
+  EXPECT_NE(r.out.find("did you mean --experts?"), std::string::npos) << r.out;
+}
+
+// A Hugging Face id is the preset in its repository's dtype: Qwen/Qwen3-30B-A3B-FP8 (once refused)
+// is fp8, Qwen/Qwen3-30B-A3B bf16 (once described as served in fp8), DeepSeek-V3's only repo fp8.
+TEST(ForgivingFlags, HuggingFaceIdsTakeTheirRepositorysDtype) {
+  auto r = moebench("lookup gmm --model Qwen/Qwen3-30B-A3B-FP8 --tokens 4 --backend cpu");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("is the preset 'qwen3-30b-a3b' with dtype fp8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dtype=fp8"), std::string::npos) << r.out;
+  r = moebench("lookup gmm --model Qwen/Qwen3-30B-A3B --tokens 4 --backend cpu");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("with dtype bf16 (its fp8 weights are Qwen/Qwen3-30B-A3B-FP8)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dtype=bf16"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("served in fp8"), std::string::npos) << r.out;
+  r = moebench("lookup gmm --model deepseek-ai/DeepSeek-V3 --tokens 4 --backend cpu");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("dtype=fp8"), std::string::npos) << r.out;
+}

@@ -108,3 +108,39 @@ TEST(Axes, RepeatedUnitsAreTunedOnce) {
   EXPECT_EQ(axes_text(out[1].axes), "experts=128");
   EXPECT_EQ(out[2].skip, "no problem");
 }
+
+namespace {
+
+std::vector<std::string> numbers(int n) {
+  std::vector<std::string> v;
+  for (int i = 1; i <= n; ++i) v.push_back(std::to_string(i));
+  return v;
+}
+
+}  // namespace
+
+// 4096 experts x 64 topk once expanded all 262,144 combinations before anything looked at them
+// (a hang in --dry-run, SIGABRT without). The count comes first and is a product of lengths.
+TEST(Axes, AnExplosionIsRefusedByItsCountBeforeAnythingExpands) {
+  const std::vector<Axis> wide = {{"experts", numbers(4096)}, {"topk", numbers(64)}};
+  EXPECT_EQ(count_combinations(wide, {}), 262144u);
+  const std::string msg = error_of([&] { expand_axes(wide, {}); });
+  EXPECT_NE(msg.find("262144 combinations"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("experts 4096 x topk 64"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("limit of " + std::to_string(kMaxCombinations)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--zip"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("fewer values"), std::string::npos) << msg;
+
+  // Ten axes of 1000 values: 10^30 combinations, which no expansion could even hold.
+  std::vector<Axis> huge;
+  for (int i = 0; i < 10; ++i) huge.push_back({"p" + std::to_string(i), numbers(1000)});
+  EXPECT_EQ(count_combinations(huge, {}), UINT64_MAX);
+  EXPECT_NE(error_of([&] { expand_axes(huge, {}); }).find("2^64 or more combinations"), std::string::npos);
+
+  // The limit itself is allowed, and a zip counts as one axis.
+  EXPECT_EQ(expand_axes({{"experts", numbers(64)}, {"topk", numbers(64)}}, {}).size(), kMaxCombinations);
+  const std::vector<Axis> paired = {{"experts", numbers(4096)}, {"topk", numbers(4096)}};
+  EXPECT_EQ(count_combinations(paired, {{"experts", "topk"}}), 4096u);
+  EXPECT_EQ(expand_axes(paired, {{"experts", "topk"}}).size(), 4096u);
+  EXPECT_NE(error_of([&] { expand_axes(paired, {{"experts", "topk"}, {"experts", "topk"}}); }).find("twice"), std::string::npos);
+}

@@ -70,13 +70,17 @@ TEST(ModelFp8, OtherQuantMethodsAreNotFp8) {
 
 TEST(ModelFp8, TensorParallelValuesThatKeep128Blocks) {
   EXPECT_EQ(moe::tuner::fp8_tp_values(2048), (std::vector<int>{1, 2, 4, 8, 16}));
-  EXPECT_EQ(moe::tuner::fp8_tp_values(768), (std::vector<int>{1, 2, 3, 6}));
+  EXPECT_EQ(moe::tuner::fp8_tp_values(768), (std::vector<int>{1, 2}));  // powers of two only: no one deploys --tp 3
+  EXPECT_EQ(moe::tuner::fp8_tp_values(1536), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(moe::tuner::fp8_tp_values(1344), (std::vector<int>{}));
   const Params model = moe::tuner::load_model("qwen3-30b-a3b");
   Params p;
   p.set("hidden", std::int64_t{2048}).set("intermediate", std::int64_t{768 / 4});
   const std::string e = error_of([&] { moe::tuner::check_fp8_model(model, p, 4); });
   EXPECT_NE(e.find("768 / --tp 4 = 192"), std::string::npos) << e;
-  EXPECT_NE(e.find("use --tp 1, 2, 3, 6"), std::string::npos) << e;
+  EXPECT_NE(e.find("use --tp 1 or 2, or keep each expert whole"), std::string::npos) << e;
+  EXPECT_NE(e.find("--tp 1 --ep 4 (32 of the 128 experts per rank)"), std::string::npos) << e;
+  EXPECT_EQ(e.find("3, 6"), std::string::npos) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos);
   p.set("intermediate", std::int64_t{768 / 2});
   EXPECT_EQ(error_of([&] { moe::tuner::check_fp8_model(model, p, 2); }), "");

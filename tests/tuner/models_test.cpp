@@ -274,6 +274,7 @@ TEST(ModelHfConfig, DefaultsByModelType) {
   for (const char* t : {"mixtral", "gpt_oss", "deepseek_v3"}) {
     json j = base;
     j["model_type"] = t;
+    if (std::string(t) == "deepseek_v3") j["moe_intermediate_size"] = 256;
     EXPECT_EQ(load(j).i("renormalize"), 1) << t;
   }
   {
@@ -345,6 +346,28 @@ TEST(ModelHfConfig, MissingFieldsNameEverySpellingAndTheFile) {
   nested["text_config"].erase("num_local_experts");
   const std::string p = dir.write("nested.json", nested.dump());
   expect_error([&] { moe::tuner::load_hf_config(p); }, {p, "num_local_experts", "text_config and the top level"});
+}
+
+// Qwen3-MoE (and DeepSeek, Kimi, Qwen2-MoE) keep the dense MLP's size in intermediate_size:
+// without moe_intermediate_size it is not the experts' size (6144 for Qwen3-30B-A3B, 8x 768),
+// so the file is refused, naming the field, instead of benchmarking the wrong shape.
+TEST(ModelHfConfig, AMoeConfigWithoutItsExpertSizeIsRefusedNamingTheField) {
+  TempDir dir;
+  for (const char* model : {"qwen3-30b-a3b", "qwen2-moe", "deepseek-v3", "kimi-k2", "kimi-vl-a3b"}) {
+    json j = json::parse(std::ifstream(kHf + std::string(model) + ".json"));
+    json& scope = j.contains("text_config") ? j["text_config"] : j;
+    ASSERT_TRUE(scope.contains("moe_intermediate_size")) << model;
+    scope.erase("moe_intermediate_size");
+    const std::string p = dir.write(std::string(model) + ".json", j.dump());
+    expect_error([&] { moe::tuner::load_hf_config(p); }, {p, "has no moe_intermediate_size", "dense MLP"});
+  }
+  json q = json::parse(std::ifstream(kHf + "qwen3-30b-a3b.json"));
+  q.erase("moe_intermediate_size");
+  const std::string p = dir.write("qwen.json", q.dump());
+  expect_error([&] { moe::tuner::load_hf_config(p); }, {"intermediate_size, 6144,", "qwen3_moe"});
+  // Models whose experts are intermediate_size keep loading from it.
+  EXPECT_EQ(moe::tuner::load_hf_config(kHf + "mixtral-8x7b.json").i("intermediate"), 14336);
+  EXPECT_EQ(moe::tuner::load_hf_config(kHf + "gpt-oss-120b.json").i("intermediate"), 2880);
 }
 
 TEST(ModelHfConfig, BadValuesAreErrors) {

@@ -410,7 +410,15 @@ TEST(TunerCli, SweepLayerTimesTheLayerWithTheStageTablesItWrote) {
   const json res = read_results((d / "out").string());
   EXPECT_EQ(res["meta"].value("stage_tables", ""), (d / "tables").string());
   expect_layer_timed_with_tables(res, d / "tables", 2);
-  EXPECT_NE(s.out.find("| auto: combine="), std::string::npos) << s.out;  // the summary shows the stage configs
+  // The summary shows the stage configs, named by what the chosen candidate asked for: the
+  // tables' choice (auto) or every stage's family default (the baseline, when it won or was kept).
+  for (auto& p : res["points"]) {
+    if (p.value("kernel", "") != "moe-layer") continue;
+    const bool baseline = p["chosen"]["config"].value("router", "") == "default";
+    EXPECT_NE(s.out.find("| " + std::to_string(p.value("tokens", 0)) + (baseline ? " | default: combine=" : " | auto: combine=")),
+              std::string::npos)
+        << s.out;
+  }
   fs::remove_all(d);
 }
 

@@ -165,13 +165,37 @@ TEST(TunerTables, SummaryAbbreviatesLongConfigsOnlyWhenAskedTo) {
 
   // The layer's row: each stage's config as it ran, its names abbreviated, the stage names kept.
   for (auto& l : j.lines)
-    if (l.value("config_key", "") == long_key)
+    if (l.value("config_key", "") == long_key) {
+      l["config"] = {{"router", "auto"}, {"gmm_up", "auto"}};
       l["resolved_config"] = {{"router", "rows_per_task=64;select=heap"}, {"gmm_up", "block_m=64;block_n=128"}};
+    }
   const json layer = build_results(j, meta());
   const std::string stages = "auto: gmm_up=block_m=64;block_n=128,router=rows_per_task=64;select=heap";
   EXPECT_NE(markdown_summary(layer).find("| " + stages + " |"), std::string::npos) << markdown_summary(layer);
   EXPECT_NE(markdown_summary(layer, 60).find("| auto: gmm_up=bm=64;bn=128,router=rpt=64;s=heap |"), std::string::npos)
       << markdown_summary(layer, 60);
+}
+
+// The layer's baseline asks every stage for its family default: when it is the choice (it won,
+// or was kept within noise), its row says "default", not "auto", which names the tables' choice.
+TEST(TunerTables, SummaryLabelsTheLayersAllDefaultChoiceDefault) {
+  JournalContents j = journal({{1, {70, 100, 130}}});  // the default (tile 16) wins
+  for (auto& l : j.lines) {
+    if (l.value("type", "") != "eval") continue;
+    const bool is_default = l.value("is_default", false);
+    l["config"] = {{"router", is_default ? "default" : "auto"}, {"gmm_up", is_default ? "default" : "auto"}, {"pdl", 1}};
+    l["resolved_config"] = {{"router", "rows_per_task=4;select=heap"}, {"gmm_up", "block_m=16;block_n=64"}};
+  }
+  const json r = build_results(j, meta());
+  ASSERT_EQ(r["points"][0]["chosen"]["config_key"], "tile=16");
+  const std::string md = markdown_summary(r);
+  EXPECT_NE(md.find("| default: gmm_up=block_m=16;block_n=64,router=rows_per_task=4;select=heap |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("auto:"), std::string::npos) << md;
+  // A layer config of explicit stage texts is neither.
+  for (auto& l : j.lines)
+    if (l.value("type", "") == "eval") l["config"] = {{"router", "rows_per_task=4;select=heap"}, {"gmm_up", "block_m=16;block_n=64"}};
+  const std::string explicit_md = markdown_summary(build_results(j, meta()));
+  EXPECT_NE(explicit_md.find("| gmm_up=block_m=16;block_n=64,router=rows_per_task=4;select=heap |"), std::string::npos) << explicit_md;
 }
 
 TEST(TunerTables, WrittenAtomicallyWithRunnerUpAndKeepingOtherEntries) {

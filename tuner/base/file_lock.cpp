@@ -1,6 +1,7 @@
 #include "tuner/base/file_lock.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,13 +37,21 @@ DirLock::DirLock(const std::string& dir, LockWait how, const std::string& advice
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const std::string path = (std::filesystem::path(dir) / kFileName).string();
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Never through a symlink: in a shared folder another user's link would have us create (or
+  // lock) a file of their choosing. O_NONBLOCK: a FIFO planted there must not hang the open.
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd_ < 0 && errno == ELOOP)
+    throw Error("cannot lock " + dir + ": its lock file " + path + " is a symbolic link, which moebench does not "
+                "follow (it could point anywhere): remove the link, and check who put it there");
   if (fd_ < 0) throw Error("cannot lock " + dir + " (" + path + ": " + std::strerror(errno) + "): make it writable");
   const auto fail = [&](const std::string& why) {
     ::close(fd_);
     fd_ = -1;
     return Error(why);
   };
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))
+    throw fail("cannot lock " + dir + ": its lock file " + path + " is not a regular file: remove it");
   struct flock fl = whole_file(F_WRLCK);
   if (::fcntl(fd_, F_SETLK, &fl) == 0) return;
   if (errno != EACCES && errno != EAGAIN) throw fail("cannot lock " + path + ": " + std::strerror(errno));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 namespace moe::tuner {
 
@@ -32,15 +33,26 @@ std::size_t distance(const std::string& a, const std::string& b) {
 std::string closest_name(const std::string& word, const std::vector<std::string>& names) {
   const std::string w = folded(word);
   if (w.empty()) return "";
+  // Ranked, whatever the order of `names`: the word's plural ("--expert": "--experts", not
+  // "--expert_begin") first; then the fewest edits within a typo's reach; then a name that holds
+  // the word or is held in it ("num-experts" for "experts", "mixtral" for "mixtral-8x7b"), the
+  // nearest in length first. Ties go to the earlier name.
+  const std::size_t reach = std::max<std::size_t>(1, w.size() / 3);
   std::string best;
-  std::size_t best_d = std::max<std::size_t>(1, w.size() / 3) + 1;  // farther than this is no typo
+  std::pair<int, std::size_t> best_rank{3, 0};
   for (const std::string& n : names) {
     const std::string f = folded(n);
-    std::size_t d = distance(w, f);
-    // "num-experts" for "experts", "mixtral" for "mixtral-8x7b": one name holds the other.
-    if (d >= best_d && std::min(w.size(), f.size()) >= 4 && (w.find(f) != std::string::npos || f.find(w) != std::string::npos))
-      d = best_d - 1;
-    if (d < best_d) best_d = d, best = n;
+    std::pair<int, std::size_t> rank;
+    if (f == w + "s" || f == w + "es") {
+      rank = {0, 0};
+    } else if (const std::size_t d = distance(w, f); d <= reach) {
+      rank = {1, d};
+    } else if (std::min(w.size(), f.size()) >= 4 && (w.find(f) != std::string::npos || f.find(w) != std::string::npos)) {
+      rank = {2, f.size() > w.size() ? f.size() - w.size() : w.size() - f.size()};
+    } else {
+      continue;
+    }
+    if (rank < best_rank) best_rank = rank, best = n;
   }
   return best;
 }

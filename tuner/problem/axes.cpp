@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -52,10 +53,13 @@ std::vector<std::string> axis_values(const std::string& flag, const std::string&
   return out;
 }
 
-std::vector<AxisValues> expand_axes(const std::vector<Axis>& axes, const std::vector<std::vector<std::string>>& zip) {
+namespace {
+
+// The axes grouped as they move: each dimension lists the axes whose values advance together
+// (one axis, or a --zip group at its first member's place), in axis order.
+std::vector<std::vector<std::size_t>> axis_dims(const std::vector<Axis>& axes, const std::vector<std::vector<std::string>>& zip) {
   std::map<std::string, std::size_t> at;
   for (std::size_t i = 0; i < axes.size(); ++i) at[axes[i].name] = i;
-  // Each zipped group moves as one axis whose position is its first member's.
   std::vector<std::vector<std::size_t>> groups;
   std::map<std::size_t, std::size_t> group_of;
   for (auto& names : zip) {
@@ -63,7 +67,8 @@ std::vector<AxisValues> expand_axes(const std::vector<Axis>& axes, const std::ve
     for (auto& n : names) {
       auto it = at.find(n);
       if (it == at.end()) throw Error("--zip " + n + ": not a list given on this command (zip names problem flags given several values, e.g. --zip experts,topk)");
-      if (group_of.count(it->second)) throw Error("--zip names " + n + " twice");
+      if (group_of.count(it->second) || std::find(g.begin(), g.end(), it->second) != g.end())
+        throw Error("--zip names " + n + " twice");
       g.push_back(it->second);
     }
     if (g.size() < 2) throw Error("--zip needs two or more names, e.g. --zip experts,topk");
@@ -76,7 +81,7 @@ std::vector<AxisValues> expand_axes(const std::vector<Axis>& axes, const std::ve
     }
     groups.push_back(g);
   }
-  std::vector<std::vector<std::size_t>> dims;  // each: the axes that move together
+  std::vector<std::vector<std::size_t>> dims;
   std::set<std::size_t> placed;
   for (std::size_t i = 0; i < axes.size(); ++i) {
     if (placed.count(i)) continue;
@@ -84,6 +89,42 @@ std::vector<AxisValues> expand_axes(const std::vector<Axis>& axes, const std::ve
     dims.push_back(g == group_of.end() ? std::vector<std::size_t>{i} : groups[g->second]);
     for (std::size_t k : dims.back()) placed.insert(k);
   }
+  return dims;
+}
+
+std::uint64_t dims_count(const std::vector<Axis>& axes, const std::vector<std::vector<std::size_t>>& dims) {
+  std::uint64_t n = 1;
+  for (auto& dim : dims) {
+    const std::uint64_t len = axes[dim[0]].values.size();
+    if (len == 0) return 0;
+    n = n > UINT64_MAX / len ? UINT64_MAX : n * len;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::uint64_t count_combinations(const std::vector<Axis>& axes, const std::vector<std::vector<std::string>>& zip) {
+  return dims_count(axes, axis_dims(axes, zip));
+}
+
+std::vector<AxisValues> expand_axes(const std::vector<Axis>& axes, const std::vector<std::vector<std::string>>& zip) {
+  const std::vector<std::vector<std::size_t>> dims = axis_dims(axes, zip);
+  if (const std::uint64_t n = dims_count(axes, dims); n > kMaxCombinations) {
+    std::string factors;
+    for (auto& dim : dims) {
+      if (axes[dim[0]].values.size() < 2) continue;
+      std::string names;
+      for (std::size_t k : dim) names += (names.empty() ? "" : "+") + axes[k].name;
+      factors += (factors.empty() ? "" : " x ") + names + " " + std::to_string(axes[dim[0]].values.size());
+    }
+    throw Error("the problem axes make " + (n == UINT64_MAX ? std::string("2^64 or more") : std::to_string(n)) +
+                " combinations (" + factors + "), more than the limit of " + std::to_string(kMaxCombinations) +
+                " for one command: give fewer values, or pair lists of the same length element by element with --zip "
+                "(e.g. --zip experts,topk)");
+  }
+  std::map<std::string, std::size_t> at;
+  for (std::size_t i = 0; i < axes.size(); ++i) at[axes[i].name] = i;
   std::vector<AxisValues> out(1);
   for (auto& dim : dims) {
     std::vector<AxisValues> next;

@@ -28,8 +28,18 @@ using AxisValues = std::vector<std::pair<std::string, std::string>>;
 // "A-B" range of non-negative integers (A <= B <= 2^31). An empty item ("1,,16") is an Error.
 std::vector<std::string> axis_values(const std::string& flag, const std::string& text, bool integer);
 
+// The most combinations one command's axes may make (docs/commands/sweep.md#axes). Each
+// combination is a problem with its own points, plan line and journal entries: far more is a
+// typo or a list meant for --zip, and expanding it first would exhaust memory before saying so.
+constexpr std::uint64_t kMaxCombinations = 4096;
+
+// How many combinations `axes` make with `zip`, counted without expanding them (saturating at
+// UINT64_MAX); an Error for a --zip that names no list or pairs lists of different lengths.
+std::uint64_t count_combinations(const std::vector<Axis>& axes, const std::vector<std::vector<std::string>>& zip);
+
 // The cross product of `axes`, the last axis varying fastest. Each group in `zip` names axes
 // whose lists are paired element-wise (same length, else an Error) and then cross the rest.
+// More than kMaxCombinations is an Error naming the count, checked before anything expands.
 std::vector<AxisValues> expand_axes(const std::vector<Axis>& axes, const std::vector<std::vector<std::string>>& zip);
 
 // "experts=64,topk=4".

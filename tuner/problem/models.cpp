@@ -293,23 +293,47 @@ std::vector<std::string> model_names() {
   return names;
 }
 
+// A Hugging Face repository a preset describes, and whether its weights are fp8.
+struct HfRepo {
+  std::string preset;  // "" when no preset names it
+  bool fp8 = false;
+  std::string fp8_id;  // the fp8 repository of a bf16 one, as the preset's source spells it
+};
+
 // A Hugging Face model id ("mistralai/Mixtral-8x7B"), as vLLM's --model takes it: the preset
-// whose source names that model (a version suffix may be left out), or "" when none does.
-static std::string preset_for_hf_id(const std::string& id) {
+// whose source names that model (a version suffix may be left out). A source reads
+// "ID config.json; fp8: FP8_ID": ID holds bf16 weights and FP8_ID the block-scaled fp8 ones;
+// without an fp8 id, ID's weights are what the preset's quantization_config says (DeepSeek-V3
+// and Kimi-K2 are published in fp8 only).
+static HfRepo preset_for_hf_id(const std::string& id) {
   const auto lower = [](std::string s) {
     for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
   };
+  const auto names_it = [](const std::string& source_id, const std::string& want) {
+    return !source_id.empty() && (source_id == want || (source_id.rfind(want, 0) == 0 && source_id[want.size()] == '-'));
+  };
   const std::string want = lower(id);
+  HfRepo best;
   for (const std::string& name : model_names()) {
     std::ifstream in(fs::path(models_dir()) / (name + ".json"));
     const json j = json::parse(in, nullptr, false);
     if (!j.is_object() || !j.contains("source") || !j["source"].is_string()) continue;
-    const std::string src = lower(j["source"].get<std::string>());
+    const std::string original = j["source"].get<std::string>(), src = lower(original);
     const std::string source_id = src.substr(0, src.find(' '));
-    if (source_id == want || (source_id.rfind(want, 0) == 0 && source_id[want.size()] == '-')) return name;
+    const std::size_t at = src.find("fp8: ");
+    const std::string fp8_id = at == std::string::npos ? "" : src.substr(at + 5, src.find_first_of(" ;,)", at + 5) - at - 5);
+    const bool quantized = j.contains("quantization_config") && j["quantization_config"].is_object() &&
+                           j["quantization_config"].value("quant_method", "") == "fp8";
+    // The exact id wins over a prefix of another ("Qwen/Qwen3-30B-A3B" is a prefix of its -FP8).
+    if (source_id == want || fp8_id == want)
+      return {name, fp8_id == want || (fp8_id.empty() && quantized),
+              fp8_id.empty() ? "" : original.substr(at + 5, fp8_id.size())};
+    if (best.preset.empty() && (names_it(fp8_id, want) || names_it(source_id, want)))
+      best = {name, names_it(fp8_id, want) || (fp8_id.empty() && quantized),
+              fp8_id.empty() ? "" : original.substr(at + 5, fp8_id.size())};
   }
-  return "";
+  return best;
 }
 
 Params load_model(const std::string& name_or_path) {
@@ -320,13 +344,25 @@ Params load_model(const std::string& name_or_path) {
                      std::count(name_or_path.begin(), name_or_path.end(), '/') == 1 && name_or_path.front() != '/' &&
                      name_or_path.front() != '.';
   if (hf_id) {
-    const std::string preset = preset_for_hf_id(name_or_path);
-    if (preset.empty())
+    const HfRepo repo = preset_for_hf_id(name_or_path);
+    if (repo.preset.empty())
       throw Error("--model '" + name_or_path + "' is not a file, and no preset is that Hugging Face model: --model takes "
                   "a preset name (" + join(model_names()) + ") or a preset file; for another model, download its "
                   "config.json and give it with --hf-config config.json");
-    std::fprintf(stderr, "moebench: note: --model %s is the preset '%s'\n", name_or_path.c_str(), preset.c_str());
-    return load_preset((fs::path(models_dir()) / (preset + ".json")).string());
+    Params m = load_preset((fs::path(models_dir()) / (repo.preset + ".json")).string());
+    // The repository's weights decide the dtype, as vLLM's --model of that id would run it.
+    if (repo.fp8) {
+      m.set("dtype", std::string("fp8"));
+      std::fprintf(stderr, "moebench: note: --model %s is the preset '%s' with dtype fp8 (its weights are fp8)\n",
+                   name_or_path.c_str(), repo.preset.c_str());
+    } else {
+      m.erase("quant");
+      m.erase("scale_fmt");
+      std::fprintf(stderr, "moebench: note: --model %s is the preset '%s' with dtype %s%s\n", name_or_path.c_str(),
+                   repo.preset.c_str(), m.s("dtype").c_str(),
+                   repo.fp8_id.empty() ? "" : (" (its fp8 weights are " + repo.fp8_id + ")").c_str());
+    }
+    return m;
   }
   if (is_path) {
     const json j = parse_json_file(name_or_path, "model file");
@@ -354,6 +390,15 @@ Params load_hf_config(const std::string& path) {
   m.set("topk", c.integer({"num_experts_per_tok", "moe_topk", "experts_per_token", "num_experts_per_token"},
                           "number of experts per token", nullptr));
   m.set("hidden", c.integer({"hidden_size"}, "hidden size", nullptr));
+  // These models keep the dense MLP's size in intermediate_size and the experts' in
+  // moe_intermediate_size: without the latter, intermediate_size would be silently wrong
+  // (Qwen3-30B-A3B: 6144, 8x its experts' 768).
+  if (c.model_type_is({"qwen2_moe", "qwen3_moe", "qwen3_next", "deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe"}) &&
+      !c.find({"moe_intermediate_size"}) && c.find({"intermediate_size"}))
+    throw Error("Hugging Face config '" + path + "' has no moe_intermediate_size, the experts' intermediate size " +
+                "(its intermediate_size, " + c.find({"intermediate_size"})->dump().substr(0, 20) +
+                ", is the dense MLP's): a " + c.word({"model_type"}) +
+                " config needs it; give the model's unedited config.json");
   m.set("intermediate", c.integer({"moe_intermediate_size", "intermediate_size"}, "expert intermediate size", nullptr));
 
   // DeepSeek's topk_method names the router: noaux_tc (V3: sigmoid + bias, groups scored by
@@ -416,10 +461,22 @@ Params load_hf_config(const std::string& path) {
 
 std::vector<int> fp8_tp_values(std::int64_t intermediate) {
   std::vector<int> v;
-  for (int tp = 1; tp <= 64 && tp <= intermediate; ++tp)
+  for (int tp = 1; tp <= 64 && tp <= intermediate; tp *= 2)
     if (intermediate % tp == 0 && (intermediate / tp) % 128 == 0) v.push_back(tp);
   return v;
 }
+
+namespace {
+
+// "1", "1 or 2", "1, 2 or 4".
+std::string or_list(const std::vector<int>& v) {
+  std::string t;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    t += (i == 0 ? "" : i + 1 == v.size() ? " or " : ", ") + std::to_string(v[i]);
+  return t;
+}
+
+}  // namespace
 
 void check_fp8_model(const Params& model, const Params& problem, int tp) {
   const std::string where = "fp8 (block-scaled W8A8)";
@@ -431,11 +488,16 @@ void check_fp8_model(const Params& model, const Params& problem, int tp) {
                 std::to_string(problem.i("hidden")) + ": tune it in bf16");
   if (!problem.has("intermediate") || problem.i("intermediate") % 128 == 0) return;
   const std::int64_t full = problem.i("intermediate") * tp;
-  std::string good;
-  for (int t : fp8_tp_values(full)) good += (good.empty() ? "" : ", ") + std::to_string(t);
-  throw Error(where + " needs the intermediate size per TP shard to be a multiple of 128, and " +
-              std::to_string(full) + " / --tp " + std::to_string(tp) + " = " + std::to_string(problem.i("intermediate")) +
-              " is not: " + (good.empty() ? "no --tp gives that for this model; tune it in bf16" : "use --tp " + good));
+  // Deployments shard by powers of two; where TP cuts the blocks, expert parallelism over as many
+  // GPUs keeps each expert whole.
+  const std::vector<int> good = fp8_tp_values(full);
+  std::string todo = good.empty() ? "no --tp gives that for this model; tune it in bf16" : "use --tp " + or_list(good);
+  if (!good.empty() && good.front() == 1 && model.has("experts") && model.i("experts") % tp == 0)
+    todo += ", or keep each expert whole and split the experts across the GPUs instead: --tp 1 --ep " +
+            std::to_string(tp) + " (" + std::to_string(model.i("experts") / tp) + " of the " +
+            std::to_string(model.i("experts")) + " experts per rank)";
+  throw Error(where + " needs the intermediate size per TP shard to be a multiple of 128, and " + std::to_string(full) +
+              " / --tp " + std::to_string(tp) + " = " + std::to_string(problem.i("intermediate")) + " is not: " + todo);
 }
 
 Params apply_parallelism(Params model, int tp, int ep, int ep_rank) {

@@ -36,7 +36,8 @@ Params load_hf_config(const std::string& path);
 // (dst = -1), as EP deployments run shared experts as a separate dense MLP. ep == 1 sets no
 // range (every expert is local, shared ones included).
 Params apply_parallelism(Params model, int tp, int ep, int ep_rank);
-// The --tp values (up to 64) that leave an intermediate size a multiple of 128, fp8's block.
+// The powers of two up to 64 (the --tp values deployments use) that leave an intermediate size
+// a multiple of 128, fp8's block.
 std::vector<int> fp8_tp_values(std::int64_t intermediate);
 // Refuses a family's fp8 problem the model cannot run: its own fp8 is another recipe, or D or
 // I/tp is not a multiple of 128 (naming the --tp values that work).

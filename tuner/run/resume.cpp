@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "tuner/base/temp_file.hpp"
+
 namespace fs = std::filesystem;
 
 namespace moe::tuner {
@@ -30,9 +32,8 @@ void remove_stale_temp_files(const std::string& out_dir) {
   std::error_code ec;
   for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    for (const char* base : {"results.json.tmp.", "results.csv.tmp.", "summary.md.tmp.", "journal.jsonl.tmp."})
-      if (name.rfind(base, 0) == 0 && name.size() > std::string(base).size() &&
-          name.find_first_not_of("0123456789", std::string(base).size()) == std::string::npos) {
+    for (const char* base : {"results.json", "results.csv", "summary.md", "journal.jsonl"})
+      if (is_temp_name_of(name, base)) {
         std::error_code rm;
         fs::remove(it->path(), rm);
       }

@@ -11,8 +11,8 @@ namespace moe::tuner {
 // "retry": true, and a line that already is a retry is kept as it is.
 void load_resume_cache(SweepState& s, const JournalContents& old, bool retry_failed);
 
-// Removes the temporary files (NAME.tmp.PID) that a run killed while writing its results left
-// in `out_dir`; the caller holds the folder's lock, so no live run is writing them.
+// Removes the temporary files (NAME.tmp.XXXXXXXXXXXX) that a run killed while writing its
+// results left in `out_dir`; the caller holds the folder's lock, so no live run is writing them.
 void remove_stale_temp_files(const std::string& out_dir);
 
 }  // namespace moe::tuner

@@ -300,8 +300,11 @@ json journal_header(const SweepOptions& o, const Plan& plan, const DeviceInfo& d
           {"fingerprint", plan.fingerprint},
           // What the fingerprint hashes, by name, so a refused --resume can say what differs.
           {"plan", {{"units", units}, {"tokens", tokens}, {"space", o.space}, {"axes", axes_list(o.axes)}}},
+          // Everything that changes what a measurement is: a resume under any other value would
+          // mix two kinds of records in one table (cpu threads: times at 1 and 2 threads).
           {"settings",
            {{"strategy", std::string(strategy_name(o.strategy))},
+            {"threads", o.backend == Backend::cpu ? dev.threads : 0},
             {"seed", o.seed},
             {"timer", std::string(timer_mode_name(o.timer))},
             {"cupti", o.cupti},

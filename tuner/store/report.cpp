@@ -41,16 +41,29 @@ std::string initials(const std::string& cfg) {
   return out;
 }
 
-// The layer's config as it ran: "auto: STAGE=NAME=VALUE;...,..." (with `short_names`, the
-// stage configs' names to initials); "auto" alone does not say what was timed.
-std::string resolved_text(const json& resolved, bool short_names) {
+// The layer's config as it ran, "WHAT: STAGE=NAME=VALUE;...,..." (with `short_names`, the stage
+// configs' names to initials), WHAT being what the candidate asked for: "auto" (a stage from the
+// tables), or "default" when every stage was its family's default (the baseline the layer is
+// compared with, which is no table's choice). A layer config of explicit stage texts needs no
+// word. "auto" alone does not say what was timed.
+std::string resolved_text(const json& resolved, const json& asked, bool short_names) {
   const Params stages = params_from_json(resolved, "resolved config");
   std::string t;
   for (auto& [stage, v] : stages.values()) {
     const std::string text = value_str(v);
     t += (t.empty() ? "" : ",") + stage + "=" + (short_names ? initials(text) : text);
   }
-  return "auto: " + t;
+  // Stage texts only: the layer's other parameters (pdl=1) are no stage's choice.
+  bool any_auto = false, any_stage = false, all_default = true;
+  if (asked.is_object())
+    for (auto& [stage, v] : asked.items()) {
+      if (!v.is_string()) continue;
+      any_stage = true;
+      any_auto = any_auto || v == "auto";
+      all_default = all_default && v == "default";
+    }
+  all_default = all_default && any_stage;
+  return (all_default ? "default: " : any_auto ? "auto: " : "") + t;
 }
 
 // Points of results written before "timed" was recorded: every evaluated candidate counted.
@@ -220,9 +233,10 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
       std::string note;
       if (p->value("kept_default", false)) note = " (default kept: winner within noise)";
       else if (!resolved && p->contains("default") && (*p)["default"].value("config_key", "") == key) note = " (default)";
-      std::string cfg = (resolved ? resolved_text(c["resolved_config"], false) : key) + note;
+      const json asked = c.value("config", json::object());
+      std::string cfg = (resolved ? resolved_text(c["resolved_config"], asked, false) : key) + note;
       if (config_width > 3 && cfg.size() > config_width) {
-        cfg = (resolved ? resolved_text(c["resolved_config"], true) : initials(key)) + note;
+        cfg = (resolved ? resolved_text(c["resolved_config"], asked, true) : initials(key)) + note;
         if (cfg.size() > config_width) cfg = cfg.substr(0, config_width - 3) + "...";
         cut = true;
       }

@@ -15,6 +15,7 @@
 #include "io/json_text.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
+#include "tuner/base/temp_file.hpp"
 #include "tuner/store/field_types.hpp"
 
 namespace fs = std::filesystem;
@@ -198,10 +199,11 @@ void write_text_atomic(const std::string& path, const std::string& text) {
   const fs::path p(path);
   std::error_code ec;
   if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  // Errors name the file the user knows; its temporary twin is an implementation detail.
-  if (fd < 0) throw Error("cannot write " + path + ": " + std::strerror(errno));
+  // Never a name anyone could plant a symlink at: in a shared folder (tables), another user's
+  // link would make this write any file we can.
+  const TempFile t = create_temp_beside(path);
+  const std::string& tmp = t.path;
+  const int fd = t.fd;
   std::size_t off = 0;
   while (off < text.size()) {
     const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
