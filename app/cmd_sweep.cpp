@@ -155,6 +155,10 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   const DeviceInfo dev = backend == Backend::cuda  ? cuda_device_info(o.devices.front())
                          : backend == Backend::emu ? emu_device_info()
                                                    : cpu_device_info(a.threads);
+  // Refused in a dry run too: the plan shows only what the sweep would run.
+  if (backend == Backend::emu && !a.tables.empty() && a.tables != "none")
+    throw Error("--tables " + a.tables + ": the emu backend validates and does not time, so it writes no tables: leave "
+                "--tables out");
   if (a.dry_run) {
     fmt::print("{}", tuner::plan_text(o.units, o.axes, o.tokens, backend, dev, o.space, o.shard));
     return;
@@ -162,9 +166,6 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   std::vector<std::string> argv = command_argv();
   o.command = shell_join(argv);
   o.out_dir = a.out.empty() ? default_out(dev) : a.out;
-  if (backend == Backend::emu && !a.tables.empty() && a.tables != "none")
-    throw Error("--tables " + a.tables + ": the emu backend validates and does not time, so it writes no tables: leave "
-                "--tables out");
   if (a.tables != "none" && backend != Backend::emu) {
     o.tables_dir = a.tables.empty() ? tuner::default_tables_dir() : a.tables;
     tuner::check_tables_dir(o.tables_dir, a.tables.empty() ? "the default --tables" : "--tables");
@@ -173,6 +174,8 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   bool has_resume = false;
   for (auto& s : argv) has_resume = has_resume || s == "--resume";
   if (!has_resume) argv.push_back("--resume");
+  // Pasted into a shell as printed: this very binary, and every argument read back as given.
+  argv.front() = executable_path();
   o.resume_hint = shell_join(argv);
   // Checked even when --json or --quiet decide the mode: a typo is still a typo.
   const auto asked = a.progress.empty() ? tuner::default_progress_mode() : tuner::parse_progress_mode(a.progress);

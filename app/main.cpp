@@ -1,3 +1,5 @@
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -31,6 +33,10 @@ std::string command_path(const CLI::App& root) {
 // Exit statuses are decided here alone (docs/exit-codes.md): commands throw moe::Error for what
 // the user must fix (2) and CLI::RuntimeError(1 or 130) for a run whose outcome is a failure.
 int main(int argc, char** argv) {
+  // Past a file size limit (ulimit -f) a write fails with EFBIG, which every writer reports
+  // naming its file; the signal would instead end the process with no word, mid-sweep. Workers
+  // inherit the setting across exec.
+  ::signal(SIGXFSZ, SIG_IGN);
   CLI::App root{"moebench: benchmark, validate and autotune the kernels of a Mixture-of-Experts layer"};
   root.set_version_flag("--version", moe::tuner::version_string());
   root.require_subcommand(1);

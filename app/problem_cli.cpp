@@ -191,7 +191,11 @@ std::vector<tuner::Axis> multi_axes(const ProblemArgs& a) {
 std::vector<ProblemChoice> problem_choices(const FamilyDesc& f, const ProblemArgs& a, bool strict) {
   const std::vector<tuner::Axis> axes = all_axes(a);
   std::vector<std::vector<std::string>> zip;
-  for (auto& z : a.zip) zip.push_back(tuner::axis_values("--zip", z, false));
+  // A name is spelled as its flag or as its parameter (hf-config or hf_config), as every flag is.
+  for (auto& z : a.zip) {
+    zip.push_back(tuner::axis_values("--zip", z, false));
+    for (std::string& n : zip.back()) std::replace(n.begin(), n.end(), '-', '_');
+  }
   const std::vector<tuner::AxisValues> combos = tuner::expand_axes(axes, zip);
   std::map<std::string, Params> models;  // loaded once per preset, unsharded
   for (auto& ax : axes)

@@ -140,6 +140,38 @@ TEST(AxesCli, DryRunPrintsThePlanAndRunsNothing) {
   fs::remove_all(d);
 }
 
+// --zip names a list by its flag's spelling or its parameter's (hf-config, hf_config), as every
+// flag takes either, and each list once.
+TEST(AxesCli, ZipTakesEitherSpellingOfEachNameOnce) {
+  NEED_ROUTER();
+  const std::string hf = std::string(MOEBENCH_TEST_DATA) + "/hf/";
+  const std::string configs = " --hf-config " + quote(hf + "qwen3-30b-a3b.json") + "," + quote(hf + "deepseek-v3.json") +
+                              " --tp 1,2 --tokens 1 --backend cpu --dry-run";
+  std::string plan;
+  for (const char* names : {"hf-config,tp", "hf_config,tp"}) {
+    const Proc r = mb("sweep router" + configs + " --zip " + names);
+    ASSERT_EQ(r.code, 0) << names << ": " << r.out;
+    EXPECT_NE(r.out.find("plan: 2 problems"), std::string::npos) << names << ": " << r.out;
+    if (plan.empty()) plan = r.out;
+    EXPECT_EQ(r.out, plan) << names;
+  }
+  const std::string groups = " --experts 16,32 --groups 4 --topk 2 --topk-group 1,2 --tokens 1 --backend cpu --dry-run";
+  for (const char* names : {"experts,topk-group", "experts,topk_group"}) {
+    const Proc r = mb("sweep router" + groups + " --zip " + names);
+    ASSERT_EQ(r.code, 0) << names << ": " << r.out;
+    EXPECT_NE(r.out.find("plan: 2 problems"), std::string::npos) << names << ": " << r.out;
+    EXPECT_NE(r.out.find("router experts=32,topk_group=2:"), std::string::npos) << names << ": " << r.out;
+  }
+  // A list named twice pairs nothing: refused, whichever spellings.
+  for (const std::string& zip : {std::string(" --zip experts,experts"), std::string(" --zip topk-group,topk_group,experts"),
+                                 std::string(" --zip experts,topk_group --zip experts,topk_group")}) {
+    const Proc r = mb("sweep router" + groups + zip);
+    EXPECT_EQ(r.code, 2) << zip << ": " << r.out;
+    EXPECT_EQ(r.out.rfind("moebench: error: --zip names ", 0), 0u) << zip << ": " << r.out;
+    EXPECT_NE(r.out.find(" twice"), std::string::npos) << zip << ": " << r.out;
+  }
+}
+
 // Shards cut across the whole cross product: the halves merged hold the unsharded plan's points.
 TEST(AxesCli, ShardHalvesMergeIntoTheWholeCrossProduct) {
   NEED_ROUTER();

@@ -157,6 +157,37 @@ TEST(EmuCli, RefusesWhatItCannotDo) {
   EXPECT_NE(r.out.find("moebench: error: moe-layer at tokens=64 would take about"), std::string::npos) << r.out;
 }
 
+// --dry-run plans only what the sweep would run: a point too slow to emulate, or --tables, is
+// refused by both alike, before any folder is made.
+TEST(EmuCli, DryRunRefusesWhatTheSweepRefuses) {
+  const fs::path d = fresh_temp_dir("emu-dry-run");
+  const auto error_line = [](const std::string& out) {
+    const auto at = out.find("moebench: error: ");
+    return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find('\n', at) - at);
+  };
+  const std::string slow = exe() + " sweep gmm --backend emu --tokens 1,4096 --experts 8 --topk 2 --hidden 256 "
+                                   "--intermediate 128 --out " + quote(d / "out");
+  const auto dry = sh(slow + " --dry-run"), real = sh(slow);
+  EXPECT_EQ(dry.code, 2) << dry.out;
+  EXPECT_EQ(real.code, 2) << real.out;
+  EXPECT_NE(error_line(dry.out).find("gmm at tokens=4096 would take about"), std::string::npos) << dry.out;
+  EXPECT_EQ(error_line(dry.out), error_line(real.out));
+  EXPECT_EQ(dry.out.find("plan:"), std::string::npos) << dry.out;
+  const std::string tables = exe() + " sweep router --backend emu --tokens 1 --tables " + quote(d / "t") + " --out " +
+                             quote(d / "out");
+  const auto dry_tables = sh(tables + " --dry-run"), real_tables = sh(tables);
+  EXPECT_EQ(dry_tables.code, 2) << dry_tables.out;
+  EXPECT_NE(error_line(dry_tables.out).find("writes no tables"), std::string::npos) << dry_tables.out;
+  EXPECT_EQ(error_line(dry_tables.out), error_line(real_tables.out));
+  EXPECT_FALSE(fs::exists(d / "out"));
+  EXPECT_FALSE(fs::exists(d / "t"));
+  // What fits is still planned.
+  const auto fits = sh(exe() + " sweep gmm --backend emu --tokens 1,64 --experts 8 --topk 2 --hidden 256 --intermediate 128 --dry-run");
+  EXPECT_EQ(fits.code, 0) << fits.out;
+  EXPECT_NE(fits.out.find("plan: 1 problem x 2 token counts"), std::string::npos) << fits.out;
+  fs::remove_all(d);
+}
+
 // The layer under the emulator: every stage's cuda kernel source in turn, at the stages' default
 // configs (no tables), validated end to end; bf16 and fp8 (quantizing gather, requantized h).
 TEST(EmuCli, RunsTheLayerEndToEnd) {

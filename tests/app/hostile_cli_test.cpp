@@ -114,6 +114,7 @@ TEST(HostileCli, GarbageFlagValuesAreRefused) {
   expect_one_error_line(mb("run router --backend cpu --tokens 4 --rsf ''"), "--rsf ''");
   expect_one_error_line(mb(quick_sweep(d / "a") + " --watchdog 0x10"), "--watchdog '0x10' is not a duration");
   expect_one_error_line(mb(quick_sweep(d / "b") + " --progress bogus"), "unknown progress mode 'bogus'");
+  expect_one_error_line(mb(quick_sweep(d / "c") + " --shard 4294967296/4294967297"), "at most 65536 shards");
   EXPECT_FALSE(fs::exists(d / "a" / "journal.jsonl"));
   fs::remove_all(d);
 }

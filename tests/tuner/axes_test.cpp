@@ -60,6 +60,9 @@ TEST(Axes, CrossProductAndZip) {
   EXPECT_EQ(axes_text(zipped[5]), "experts=256,topk=8,dtype=f16");
   EXPECT_NE(error_of([&] { expand_axes(axes, {{"experts", "dtype"}}); }).find("differ in length"), std::string::npos);
   EXPECT_NE(error_of([&] { expand_axes(axes, {{"experts", "groups"}}); }).find("--zip groups"), std::string::npos);
+  // A list named twice, in one group or in two, is refused: pairing it with itself pairs nothing.
+  EXPECT_NE(error_of([&] { expand_axes(axes, {{"experts", "experts"}}); }).find("--zip names experts twice"), std::string::npos);
+  EXPECT_NE(error_of([&] { expand_axes(axes, {{"experts", "topk"}, {"topk", "experts"}}); }).find("twice"), std::string::npos);
 }
 
 // A unit whose combination is no problem has every point skipped with the reason, marked as an

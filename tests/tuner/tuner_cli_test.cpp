@@ -232,7 +232,7 @@ TEST(TunerCli, CtrlCFlushesAndPrintsTheResumeCommand) {
   ASSERT_TRUE(WIFEXITED(st));
   EXPECT_EQ(WEXITSTATUS(st), 130);
   const std::string err = slurp(d / "err");
-  EXPECT_NE(err.find("interrupted: resume with: moebench sweep router"), std::string::npos) << err;
+  EXPECT_NE(err.find("interrupted: resume with: " + fs::canonical(MOEBENCH_EXE).string() + " sweep router"), std::string::npos) << err;
   EXPECT_NE(err.find("--resume"), std::string::npos) << err;
   EXPECT_TRUE(fs::exists(d / "out" / "results.json"));
   fs::remove_all(d);

@@ -43,6 +43,26 @@ TEST(TunerUnits, FractionsBudgetsShards) {
   for (const char* bad : {"5/5", "-1/2", "1", "a/b", "1/0", "/2"}) EXPECT_THROW(parse_shard(bad), moe::Error) << bad;
 }
 
+// Values past an int were cast down (4294967296/4294967297 ran as 0/1), and a huge count sized a
+// vector of that many shards (0/1000000000: 8 GB): both are refused with the accepted range.
+TEST(TunerUnits, ShardValuesAreRangeCheckedNotWrapped) {
+  const Shard last = parse_shard("65535/65536");
+  EXPECT_EQ(last.index, 65535);
+  EXPECT_EQ(last.count, kMaxShards);
+  const auto error_of = [](const std::string& text) {
+    try {
+      parse_shard(text);
+    } catch (const moe::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  for (const char* bad : {"4294967296/4294967297", "1/4294967298", "0/1000000000", "0/65537", "0/99999999999999999999999"})
+    EXPECT_NE(error_of(bad).find("at most 65536 shards"), std::string::npos) << bad << ": " << error_of(bad);
+  for (const char* bad : {"4294967297/2", " 1/2", "+1/2", "1/+2", "-0/2", "1/ 2", "1/2 ", "0x1/2", "1//2", "0/1/2"})
+    EXPECT_NE(error_of(bad).find("is not i/n"), std::string::npos) << bad << ": " << error_of(bad);
+}
+
 // Loads of each shard under shard_points, in point order of `costs`.
 std::vector<double> shard_loads(const std::vector<double>& costs, int count) {
   std::vector<double> load(count, 0.0);

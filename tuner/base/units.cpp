@@ -1,5 +1,6 @@
 #include "tuner/base/units.hpp"
 
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -58,17 +59,25 @@ Budget parse_budget(const std::string& text) {
 }
 
 Shard parse_shard(const std::string& text) {
-  Shard s;
+  const std::string form = "--shard '" + text + "' is not i/n with 0 <= i < n (e.g. 0/4 .. 3/4; $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)";
+  // Digits only, read whole: strtol would take " 1", "+1" and "-0", and a cast to int would
+  // wrap 4294967297 to 1.
+  const auto whole = [&](const std::string& s, long long& v) {
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return false;
+    v = s.size() > 18 ? LLONG_MAX : std::stoll(s);  // past any limit either way
+    return true;
+  };
   const auto slash = text.find('/');
-  char* e1 = nullptr;
-  char* e2 = nullptr;
-  if (slash != std::string::npos) {
-    const std::string a = text.substr(0, slash), b = text.substr(slash + 1);
-    s.index = static_cast<int>(std::strtol(a.c_str(), &e1, 10));
-    s.count = static_cast<int>(std::strtol(b.c_str(), &e2, 10));
-    if (!a.empty() && !b.empty() && *e1 == 0 && *e2 == 0 && s.count >= 1 && s.index >= 0 && s.index < s.count) return s;
-  }
-  throw Error("--shard '" + text + "' is not i/n with 0 <= i < n (e.g. 0/4 .. 3/4; $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)");
+  long long index = 0, count = 0;
+  if (slash == std::string::npos || !whole(text.substr(0, slash), index) || !whole(text.substr(slash + 1), count) ||
+      count < 1 || index >= count)
+    throw Error(form);
+  // Every shard reckons the whole partition, at a cost per shard: far more shards than points
+  // only makes empty ones.
+  if (count > kMaxShards)
+    throw Error("--shard '" + text + "': at most " + std::to_string(kMaxShards) +
+                " shards; cut the sweep in fewer parts (a part beyond its points would run nothing)");
+  return Shard{static_cast<int>(index), static_cast<int>(count)};
 }
 
 std::string human_duration(double s) {

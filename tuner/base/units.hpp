@@ -17,7 +17,8 @@ struct Budget {
 };
 Budget parse_budget(const std::string& text);
 
-// --shard "i/n" with 0 <= i < n.
+// --shard "i/n" with 0 <= i < n <= kMaxShards.
+constexpr int kMaxShards = 65536;
 struct Shard {
   int index = 0, count = 1;
 };

@@ -68,7 +68,7 @@ std::vector<std::vector<std::size_t>> axis_dims(const std::vector<Axis>& axes, c
       auto it = at.find(n);
       if (it == at.end()) throw Error("--zip " + n + ": not a list given on this command (zip names problem flags given several values, e.g. --zip experts,topk)");
       if (group_of.count(it->second) || std::find(g.begin(), g.end(), it->second) != g.end())
-        throw Error("--zip names " + n + " twice");
+        throw Error("--zip names " + n + " twice: name each list once, e.g. --zip experts,topk");
       g.push_back(it->second);
     }
     if (g.size() < 2) throw Error("--zip needs two or more names, e.g. --zip experts,topk");

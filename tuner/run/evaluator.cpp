@@ -84,7 +84,9 @@ void WorkerEvaluator::ensure_prepared() {
               {"timer", std::string(timer_mode_name(o.timer))},
               {"cupti", o.cupti},
               {"save_invalid", o.save_invalid}};
-  const Reply r = w_.call(req, std::max(120.0, 10 * o.watchdog_s), &interrupts());
+  // Making a large problem may take minutes, all of them busy: the watchdog goes by whether the
+  // worker does anything, the long limit only by how long it may keep at it.
+  const Reply r = w_.call(req, std::max(120.0, 10 * o.watchdog_s), &interrupts(), 2, o.watchdog_s);
   if (r.kind == Reply::cancelled) throw Interrupted{};
   if (r.kind != Reply::ok) throw PointFailed{"preparing the problem: " + r.error};
   if (!r.body.value("ok", false)) throw PointFailed{r.body.value("error", std::string("prepare failed"))};

@@ -13,7 +13,6 @@
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
 #include "tuner/base/file_lock.hpp"
-#include "tuner/measure/emu_time.hpp"
 #include "tuner/run/evaluator.hpp"
 #include "tuner/run/resume.hpp"
 #include "tuner/base/interrupt.hpp"
@@ -168,7 +167,7 @@ void device_loop(SweepState& s, int slot, int ordinal) {
   WorkerProcess w(s.launch);
   {
     const Reply r = w.call({{"op", "probe"}, {"backend", std::string(backend_name(o.backend))}, {"device", ordinal}},
-                           std::max(120.0, 10 * o.watchdog_s), &interrupts());
+                           std::max(120.0, 10 * o.watchdog_s), &interrupts(), 2, o.watchdog_s);
     if (r.kind == Reply::ok && r.body.value("ok", false)) {
       std::lock_guard lock(s.mu);
       s.copy_bw = std::max(s.copy_bw, r.body.value("copy_gbps", 0.0));
@@ -341,10 +340,7 @@ SweepOutcome run_sweep(const SweepOptions& o) {
   if (o.backend == Backend::emu && !o.tables_dir.empty())
     throw Error("the emu backend validates and does not time, so it writes no tables: leave --tables out (or use none)");
   s.plan = make_plan(o.units, o.tokens, o.backend, s.dev, o.space);
-  // Refused before anything runs: an emulated config at a prefill shape takes hours.
-  if (o.backend == Backend::emu)
-    for (const PlanPoint& p : s.plan.points)
-      if (p.skip.empty()) check_emu_time(*p.family, p.problem);
+  check_plan_runs(s.plan, o.backend);
   std::vector<double> costs;
   for (const PlanPoint& p : s.plan.points) costs.push_back(p.estimate_s);
   s.mine = shard_points(costs, o.shard.index, o.shard.count);
@@ -425,8 +421,10 @@ SweepOutcome run_sweep(const SweepOptions& o) {
     out_error = std::current_exception();
   }
   if (!o.tables_dir.empty()) out.tables = write_tables(out.results, o.tables_dir);
-  if (out_error) std::rethrow_exception(out_error);
+  // What stopped the sweep (a journal past the disk's or the file size limit, say) before
+  // what then failed the same way.
   if (s.error) std::rethrow_exception(s.error);
+  if (out_error) std::rethrow_exception(out_error);
   out.interrupted = interrupted;
   out.points = static_cast<int>(s.mine.size());
   out.candidates = candidates;

@@ -10,11 +10,13 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
 #include "moe/error.hpp"
 #include "tuner/base/line_io.hpp"
+#include "tuner/run/process_activity.hpp"
 
 namespace moe::tuner {
 
@@ -143,7 +145,8 @@ void WorkerProcess::stop() {
   kill_now();
 }
 
-Reply WorkerProcess::call(const json& request, double timeout_s, const std::atomic<int>* abandon, int abandon_level) {
+Reply WorkerProcess::call(const json& request, double timeout_s, const std::atomic<int>* abandon, int abandon_level,
+                          double idle_s) {
   using clock = std::chrono::steady_clock;
   if (!alive()) spawn();
   err_tail_.clear();
@@ -171,6 +174,8 @@ Reply WorkerProcess::call(const json& request, double timeout_s, const std::atom
     return rep;
   }
   const auto deadline = clock::now() + std::chrono::duration<double>(timeout_s);
+  ProcessActivity seen = idle_s > 0 ? process_activity(pid_) : ProcessActivity{};
+  auto last_life = clock::now();
   for (;;) {
     const auto nl = from_buf_.find('\n');
     if (nl != std::string::npos) {
@@ -199,7 +204,24 @@ Reply WorkerProcess::call(const json& request, double timeout_s, const std::atom
     const int n = ::poll(fds, err_ >= 0 ? 2 : 1, wait_ms);
     if (err_ < 0) fds[1].revents = 0;
     if (n < 0 && errno != EINTR) throw Error(std::string("poll on the worker pipe failed: ") + std::strerror(errno));
+    if (n == 0 && idle_s > 0) {
+      // Judged only on a quiet pipe: an answer already waiting in it is no reason to kill.
+      const ProcessActivity now = process_activity(pid_);
+      if (shows_life(seen, now)) last_life = clock::now();
+      seen = now;
+      if (std::chrono::duration<double>(clock::now() - last_life).count() > idle_s) {
+        drain_err();
+        kill_now();
+        rep.kind = Reply::timeout;
+        char secs[32];
+        std::snprintf(secs, sizeof secs, "%g", idle_s);
+        rep.error = std::string("no sign of life for ") + secs +
+                    " s, stopped or blocked without using the CPU (watchdog): worker killed" + tail();
+        return rep;
+      }
+    }
     if (n <= 0) continue;
+    last_life = clock::now();  // it wrote something
     if (fds[1].revents & (POLLIN | POLLHUP)) drain_err();
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       char buf[65536];

@@ -36,8 +36,10 @@ class WorkerProcess {
 
   // Sends `request` and waits up to `timeout_s` for the answer. `abandon`, when it becomes
   // true, ends the wait early (the worker is killed). A dead worker is restarted first.
+  // idle_s > 0: a worker that shows no life (process_activity.hpp) for that long, one stopped
+  // or blocked, is killed before `timeout_s` (which then bounds only a busy one).
   Reply call(const json& request, double timeout_s, const std::atomic<int>* abandon = nullptr,
-             int abandon_level = 2);
+             int abandon_level = 2, double idle_s = 0);
   bool running() const { return pid_ > 0; }
   // Reaps a worker that has exited on its own; true while it lives.
   bool alive();

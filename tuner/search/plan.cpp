@@ -6,6 +6,7 @@
 #include <set>
 
 #include "moe/error.hpp"
+#include "tuner/measure/emu_time.hpp"
 #include "tuner/measure/harness.hpp"
 #include "tuner/measure/json_io.hpp"
 #include "tuner/search/point_cost.hpp"
@@ -22,6 +23,13 @@ std::string fingerprint_of(const std::string& text) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
+}
+
+void check_plan_runs(const Plan& plan, Backend backend) {
+  // An emulated config at a prefill shape takes hours.
+  if (backend == Backend::emu)
+    for (const PlanPoint& p : plan.points)
+      if (p.skip.empty()) check_emu_time(*p.family, p.problem);
 }
 
 std::vector<int> shard_points(const std::vector<double>& costs, int index, int count) {

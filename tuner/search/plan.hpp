@@ -76,6 +76,11 @@ std::vector<SweepUnit> merge_repeated_units(std::vector<SweepUnit> units);
 Plan make_plan(const std::vector<SweepUnit>& units, const std::vector<std::int64_t>& tokens, Backend backend,
                const DeviceInfo& dev, const std::string& space);
 
+// Refuses (moe::Error) a plan the sweep cannot run, before anything runs; the sweep and its
+// --dry-run both ask, so a dry run never plans what the sweep refuses. On the emu backend: a
+// point whose one config would take minutes to emulate (check_emu_time).
+void check_plan_runs(const Plan& plan, Backend backend);
+
 // Indices (ascending) of the points shard `index` of `count` runs, given each point's expected
 // cost: shards are disjoint, together complete, and of equal expected time within the largest
 // point's cost.

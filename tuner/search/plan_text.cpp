@@ -10,6 +10,7 @@ std::string plan_text(const std::vector<SweepUnit>& units, const std::vector<Axi
                       const std::vector<std::int64_t>& tokens, Backend backend, const DeviceInfo& dev,
                       const std::string& space, const Shard& shard) {
   const Plan plan = make_plan(units, tokens, backend, dev, space);
+  check_plan_runs(plan, backend);
   std::vector<double> costs;
   for (const PlanPoint& p : plan.points) costs.push_back(p.estimate_s);
   const std::vector<int> mine = shard_points(costs, shard.index, shard.count);
