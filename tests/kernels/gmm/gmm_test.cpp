@@ -413,9 +413,10 @@ TEST(GmmCudaSpace, DefaultsAndSpacesAreValidForEveryPreset) {
             EXPECT_EQ(cu.invalid_reason(pr, c, dev), "") << pr.str() << " " << c.str();
             if (gmm::wgmma::selected(c)) continue;  // tests/kernels/gmm/wgmma_space_test.cpp
             const auto cc = gmm::cuda::parse_config(c);
-            // The tile map (16 bytes per M-tile the most rows can make), then split-K's partials.
+            // The tile map (16 bytes per M-tile the most rows can make, and its status entry),
+            // then split-K's partials.
             const GmmSpec gs = GmmSpec::parse(pr);
-            const std::size_t map = static_cast<std::size_t>((gs.max_rows() + cc.shape.bm - 1) / cc.shape.bm + gs.e_local()) * 16;
+            const std::size_t map = static_cast<std::size_t>((gs.max_rows() + cc.shape.bm - 1) / cc.shape.bm + gs.e_local() + 1) * 16;
             EXPECT_EQ(cu.workspace_bytes(pr, c),
                       map + (cc.split > 1 ? static_cast<std::size_t>(cc.split) * gs.max_rows() * gs.n_w() * 4 : 0u));
           }
