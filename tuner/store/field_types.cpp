@@ -8,7 +8,9 @@ namespace {
 
 // s string, i integer, n number or null (NaN is written as null), r number, b boolean, o object, O object or null, a array, S array of
 // strings, N array of numbers, c a choice (point: winner, runner_up, default, chosen), t the
-// meta's timer.
+// meta's timer, A a point's problem axes ({name: value} of strings), L the axes of a sweep
+// ([{name, values: [strings]}]), P a journal header's plan (its axes an L, its units' an A),
+// H a header's shard ({index, count} integers), R a header's settings (its rule an object).
 using Kinds = std::map<std::string, char>;
 
 const Kinds& kinds(FieldSet set) {
@@ -26,21 +28,22 @@ const Kinds& kinds(FieldSet set) {
                                      {"total", 'i'}, {"rounds", 'i'}, {"prepare_s", 'r'}, {"bytes", 'r'},
                                      {"flops", 'r'}, {"incumbent_us", 'r'}, {"call_us", 'r'}, {"early_stop", 'b'},
                                      {"budget_hit", 'b'}, {"is_default", 'b'}, {"retry", 'b'}, {"samples_us", 'N'},
-                                     {"validation", 'O'}, {"plan", 'O'}, {"settings", 'O'}, {"problem", 'O'},
-                                     {"config", 'O'}, {"resolved_config", 'O'}, {"config_source", 'O'}});
+                                     {"validation", 'O'}, {"plan", 'P'}, {"settings", 'R'}, {"problem", 'o'},
+                                     {"config", 'O'}, {"resolved_config", 'O'}, {"config_source", 'O'},
+                                     {"axes", 'A'}, {"skipped", 'b'}, {"shard", 'H'}});
   static const Kinds record = with({{"timer", 's'}, {"tokens", 'i'}, {"rounds", 'i'}, {"stats", 'o'},
                                     {"is_default", 'b'}, {"early_stop", 'b'}, {"validation", 'O'}, {"problem", 'O'},
                                     {"config", 'O'}, {"resolved_config", 'O'}, {"config_source", 'O'}, {"gbps", 'n'},
-                                    {"tflops", 'n'}, {"pct_peak", 'n'}});
+                                    {"tflops", 'n'}, {"pct_peak", 'n'}, {"axes", 'A'}});
   static const Kinds point = with({{"tokens", 'i'}, {"point_index", 'i'}, {"evaluated", 'i'}, {"total", 'i'},
                                    {"rounds", 'i'}, {"timed", 'i'}, {"not_usable", 'i'}, {"budget_hit", 'b'},
                                    {"kept_default", 'b'}, {"speedup_vs_default", 'r'}, {"gbps", 'n'}, {"tflops", 'n'},
                                    {"pct_peak", 'n'}, {"winner", 'c'}, {"runner_up", 'c'}, {"default", 'c'},
-                                   {"chosen", 'c'}});
+                                   {"chosen", 'c'}, {"axes", 'A'}, {"skipped", 'b'}});
   static const Kinds meta = with({{"device_slug", 's'}, {"strategy", 's'}, {"version", 's'}, {"git", 's'},
                                   {"command", 's'}, {"results_path", 's'}, {"cuda_runtime", 's'}, {"driver", 's'},
                                   {"wall_s", 'r'}, {"copy_bw_gbps", 'r'}, {"sm_count", 'i'}, {"seed", 'i'},
-                                  {"resumed", 'b'}, {"timer", 't'}, {"skipped", 'S'}});
+                                  {"resumed", 'b'}, {"timer", 't'}, {"skipped", 'S'}, {"axes", 'L'}});
   switch (set) {
     case FieldSet::journal_line: return journal;
     case FieldSet::record: return record;
@@ -62,6 +65,11 @@ const char* kind_name(char k) {
     case 'N': return "a list of numbers";
     case 'c': return "an object with config, config_key and median_us";
     case 't': return "an object with mode, used and notes";
+    case 'A': return "an object of axis names and string values";
+    case 'L': return "a list of {name, values} objects of strings";
+    case 'P': return "an object whose axes are a list of {name, values} and whose units are objects";
+    case 'H': return "an object with integer index and count";
+    case 'R': return "an object whose rule is an object";
     default: return "a list";
   }
 }
@@ -70,6 +78,22 @@ bool all_of(const json& v, bool (json::*is)() const noexcept) {
   if (!v.is_array()) return false;
   for (auto& x : v)
     if (!(x.*is)()) return false;
+  return true;
+}
+
+bool axis_values(const json& v) {
+  if (!v.is_object()) return false;
+  for (auto& [n, x] : v.items())
+    if (!x.is_string()) return false;
+  return true;
+}
+
+bool axes_list(const json& v) {
+  if (!v.is_array()) return false;
+  for (auto& a : v)
+    if (!a.is_object() || !a.contains("name") || !a["name"].is_string() || !a.contains("values") ||
+        !all_of(a["values"], &json::is_string))
+      return false;
   return true;
 }
 
@@ -95,6 +119,21 @@ bool fits(const json& v, char k) {
     case 't':
       return v.is_object() && (!v.contains("mode") || v["mode"].is_string()) &&
              (!v.contains("used") || v["used"].is_string()) && (!v.contains("notes") || all_of(v["notes"], &json::is_string));
+    case 'A': return axis_values(v);
+    case 'L': return axes_list(v);
+    case 'P':
+      if (v.is_null()) return true;
+      if (!v.is_object() || (v.contains("axes") && !axes_list(v["axes"]))) return false;
+      if (!v.contains("units")) return true;
+      if (!v["units"].is_array()) return false;
+      for (auto& u : v["units"])
+        if (!u.is_object() || (u.contains("axes") && !axis_values(u["axes"])) || (u.contains("kernel") && !u["kernel"].is_string()))
+          return false;
+      return true;
+    case 'H':
+      return v.is_object() && (!v.contains("index") || v["index"].is_number_integer()) &&
+             (!v.contains("count") || v["count"].is_number_integer());
+    case 'R': return v.is_null() || (v.is_object() && (!v.contains("rule") || v["rule"].is_object()));
     default: return v.is_array();
   }
 }

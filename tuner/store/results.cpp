@@ -251,7 +251,8 @@ json read_results(const std::string& path_or_dir) {
                   "it, or `moebench merge` its folder into one");
     throw Error(path + " is not a " + std::string(kResultsSchema) + " results file (not JSON)" + what_to_give);
   }
-  if (!j.is_object() || j.value("schema", "") != kResultsSchema || !j.contains("records") || !j["records"].is_array())
+  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string() || j["schema"] != kResultsSchema ||
+      !j.contains("records") || !j["records"].is_array())
     throw Error(path + " is not a " + std::string(kResultsSchema) + " results file" + what_to_give);
   // The fields readers take with json::value, which throws on a wrong type: an edited or foreign
   // file is the user's to fix, not an internal error.
