@@ -48,16 +48,6 @@ std::vector<fs::path> plant_links(const fs::path& target, const fs::path& victim
   return out;
 }
 
-// What a sweep that must be refused says ("" when it runs).
-std::string refusal(const SweepOptions& o) {
-  try {
-    run_sweep(o);
-  } catch (const moe::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 void expect_untouched(const std::vector<fs::path>& victims) {
   for (auto& v : victims) EXPECT_EQ(slurp(v), kVictimText) << v << " was written through a planted link";
 }

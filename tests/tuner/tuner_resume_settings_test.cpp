@@ -16,18 +16,6 @@ using namespace moe::tuner;
 using namespace moe::testing::sweeps;
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string refusal(const SweepOptions& o) {
-  try {
-    run_sweep(o);
-  } catch (const moe::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
 
 TEST(TunerResumeSettings, EverySettingThatChangesAMeasurementIsRefusedByName) {
   const fs::path d = moe::testing::fresh_temp_dir("resume-settings");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "moe/error.hpp"
 #include "tuner/run/runner.hpp"
 #include "tuner/run/worker.hpp"
 #include "tuner/store/journal.hpp"
@@ -43,6 +44,16 @@ inline SweepOptions options(const std::filesystem::path& out, const moe::Params&
   o.handle_signals = false;
   o.command = "moebench sweep scale (test)";
   return o;
+}
+
+// What a sweep that must be refused says ("" when it runs).
+inline std::string refusal(const SweepOptions& o) {
+  try {
+    moe::tuner::run_sweep(o);
+  } catch (const moe::Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 inline int count_type(const JournalContents& j, const std::string& type) {
