@@ -2,12 +2,14 @@
 // over a problem axis (one combination skipped), its two shards and their merge, a layer sweep,
 // and the tables they wrote. Every field found in those journals, results and tables is replaced
 // in turn by each hostile value of tests/support/json_fields.hpp and read back by every reader of
-// its file: in-process through what the commands call (every field, every kind), and through the
-// binary for a seeded sample. A reader may accept the file or refuse it with one `moebench:
+// its file: in-process through what the commands call (every field, with a seeded two of the
+// hostile kinds each, so the default run stays near half a minute; MOEBENCH_FUZZ_ALL_KINDS=1 takes
+// all seven: 4,179 files, about two minutes), and through the binary for a seeded sample. A reader may accept the file or refuse it with one `moebench:
 // error:` line (exit 2); an internal error (exit 3) or a signal fails the test. A field a writer
 // starts writing is fuzzed from then on, with no list here to extend.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -45,6 +47,12 @@ using moe::tuner::json;
 namespace {
 
 constexpr unsigned kSeed = 39;
+// Hostile kinds tried per field, on average, in the default run (of kHostileKinds).
+constexpr unsigned kKindsPerField = 2;
+bool all_kinds() {
+  const char* v = std::getenv("MOEBENCH_FUZZ_ALL_KINDS");
+  return v && std::string(v) == "1";
+}
 constexpr int kBinaryCasesPerReader = 8;
 
 const std::string kQuick = " --backend cpu --threads 2 --quiet --budget 1 --min-time 1ms --max-time 20ms";
@@ -171,6 +179,7 @@ class WriterFuzz : public ::testing::Test {
       for (auto& [name, places] : names)
         for (int kind = 0; kind < moe::testing::kHostileKinds; ++kind) {
           const auto& [source, where] = places[rng() % places.size()];
+          if (!all_kinds() && rng() % moe::testing::kHostileKinds >= kKindsPerField) continue;
           std::vector<json> lines = docs[{source, file}];
           json& field = lines[where.first][where.second];
           field = moe::testing::hostile_value(field, kind);
@@ -213,11 +222,9 @@ std::vector<Case> WriterFuzz::cases;
 std::string WriterFuzz::setup_error;
 
 // The readers in-process, as the commands call them; each must accept or refuse with a moe::Error.
-// Disabled until the readers it finds failing are fixed and it fits the default run's time (it takes
-// minutes where fsync is slow); run it with --gtest_also_run_disabled_tests.
-TEST_F(WriterFuzz, DISABLED_EveryFieldOfEveryWrittenFileThroughEveryReader) {
+TEST_F(WriterFuzz, EveryFieldOfEveryWrittenFileThroughEveryReader) {
   ASSERT_TRUE(setup_error.empty()) << setup_error;
-  ASSERT_GT(cases.size(), 1000u);
+  ASSERT_GT(cases.size(), all_kinds() ? 3000u : 800u);
   std::vector<std::string> failures;
   std::set<std::string> failing;  // reader and field, once
   std::map<std::string, int> runs, refused;
@@ -306,8 +313,11 @@ TEST_F(WriterFuzz, DISABLED_EveryFieldOfEveryWrittenFileThroughEveryReader) {
                                 << " mutated files ended in an exception other than moe::Error (seed " << kSeed
                                 << "), at these readers and fields:\n"
                                 << listed;
+  // Lookup, runtime dispatch and the table writer fall back (a table set aside, a default) rather
+  // than refuse: for them "never an internal error" is the whole rule.
+  const std::set<std::string> fall_back = {"lookup", "runtime", "table writer"};
   for (auto& [reader, k] : runs) {
-    EXPECT_GT(refused[reader], 0) << reader << " refused none of " << k << " mutated files";
+    if (!fall_back.count(reader)) EXPECT_GT(refused[reader], 0) << reader << " refused none of " << k << " mutated files";
     EXPECT_LT(refused[reader], k) << reader << " refused all " << k << " mutated files";
   }
 }
