@@ -41,6 +41,8 @@ const FamilyDesc& family(const std::string& name) {
   throw Error("unknown kernel family '" + name + "': use one of " + names);
 }
 
+std::string peer_of(const BackendImpl& impl, const Params& config) { return impl.peer ? impl.peer(config) : std::string(); }
+
 const BackendImpl* FamilyDesc::backend(Backend b) const {
   for (auto& impl : backends)
     if (impl.backend == b) return &impl;

@@ -127,7 +127,14 @@ struct BackendImpl {
   double emu_bytes_per_s = 0, emu_flops_per_s = 0;
   // emu only, where those speeds do not apply: seconds a call takes (the layer: its stages').
   std::function<double(const Params& problem)> emu_seconds;
+  // The library or engine whose kernel a config runs ("cuBLAS", "vLLM Triton"); empty (or unset)
+  // where the kernel is moebench's own. Summaries and results put the best of ours beside the
+  // best peer measured at the same point.
+  std::function<std::string(const Params& config)> peer;
 };
+
+// `impl.peer(config)` where the backend has peers, else empty: moebench's own kernel.
+std::string peer_of(const BackendImpl& impl, const Params& config);
 
 struct FamilyDesc {
   std::string name;
