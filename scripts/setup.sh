@@ -76,6 +76,29 @@ if [ ! -f "$python_stamp" ]; then
   fi
 fi
 
+# PyTorch and Triton for the Python tests (scripts/torch-wheels.txt), beside the rest. A machine
+# without PyPI (the GPU machine) keeps whatever torch its Python has; MOEBENCH_NO_TORCH=1 skips.
+torch_wheels=()
+while read -r spec _; do
+  case "$spec" in ''|'#'*) continue ;; esac
+  torch_wheels+=("$spec")
+done < "$root/scripts/torch-wheels.txt"
+torch_stamp="$deps/python/.unpacked-torch-$(printf '%s\n' "${torch_wheels[@]}" | cksum | cut -d' ' -f1)"
+if [ -z "${MOEBENCH_NO_TORCH:-}" ] && [ ! -f "$torch_stamp" ]; then
+  echo "setup: fetching PyTorch and Triton for the Python tests (scripts/torch-wheels.txt, ~1.4 GB) into $deps/python"
+  rm -rf "$deps/wheels/python-torch"
+  if python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: "${torch_wheels[@]}" \
+      -d "$deps/wheels/python-torch"; then
+    rm -rf "$deps/python/torch" "$deps/python/triton" "$deps/python/nvidia"
+    for whl in "$deps/wheels/python-torch"/*.whl; do python3 -m zipfile -e "$whl" "$deps/python"; done
+    find "$deps/python/torch/bin" "$deps/python/triton" -path "*/bin/*" -type f -exec chmod +x {} + 2>/dev/null || true
+    rm -rf "$deps/wheels/python-torch"  # 1.4 GB that pip's own cache keeps anyway
+    touch "$torch_stamp"
+  else
+    echo "setup: note: could not fetch PyTorch/Triton; their Python tests skip"
+  fi
+fi
+
 if ! command -v nvcc >/dev/null; then
   for d in /usr/local/cuda/bin /usr/local/cuda-13.0/bin /usr/local/cuda-12/bin; do
     [ -x "$d/nvcc" ] && export PATH="$d:$PATH" && break

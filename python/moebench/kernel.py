@@ -1,10 +1,22 @@
 """moebench.Kernel: one family's problem bound to a backend and device (moe::Kernel in C++)."""
 
+import itertools
 import json
 import operator
+import weakref
 from typing import Iterable, Mapping, Optional
 
 from ._module import lib
+
+# Every Kernel's id, given when it is made: framework wrappers (moebench.torch's custom ops) pass
+# the id where they cannot pass the object, and find the live Kernel again by it.
+_ids = itertools.count(1)
+_live = weakref.WeakValueDictionary()
+
+
+def by_id(kid: int):
+    """The live Kernel with this id, or None."""
+    return _live.get(kid)
 
 
 def _words(params: Optional[Mapping], what: str) -> str:
@@ -34,6 +46,8 @@ class Kernel:
                                         dirs, _words(config, "config"))
         self.backend = str(backend)
         self.device = int(device)
+        self._id = next(_ids)
+        _live[self._id] = self
 
     @property
     def family(self) -> str:

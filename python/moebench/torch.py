@@ -10,28 +10,46 @@ current CUDA stream (tvm-ffi reads it from torch for each call).
 """
 
 import functools
-import itertools
 from typing import Optional
 
 from . import ops
-from .kernel import handle
+from .kernel import by_id, handle
 
 _kernels = {}
-_next_id = itertools.count(1)
 
 
 def kernel_id(kernel) -> int:
-    """The int the custom ops take for `kernel`; the Kernel stays alive as long as the module."""
+    """The int the custom ops take for `kernel`; the Kernel stays alive as long as the module.
+    Traceable: under torch.compile it reads the id the Kernel was given when it was made (a
+    dict store made while tracing is replayed only after the graph has run)."""
     handle(kernel)  # a TypeError for anything but a Kernel
-    kid = getattr(kernel, "_torch_id", None)
-    if kid is None:
-        kid = kernel._torch_id = next(_next_id)
-        _kernels[kid] = kernel
+    kid = kernel._id
+    _kernels[kid] = kernel
     return kid
 
 
-@functools.lru_cache(maxsize=None)
-def _ops():
+def _kernel(kid: int):
+    kernel = _kernels.get(kid) or by_id(kid)
+    if kernel is None:
+        raise ValueError(f"moebench.torch: no live moebench.Kernel has id {kid}; pass ids from kernel_id()")
+    return kernel
+
+
+def _constant_at_trace_time(fn):
+    """What torch.compiler.assume_constant_result does (it marks the function: dynamo then runs it
+    eagerly at trace time and uses its result as a constant), done here without importing torch,
+    since importing moebench.torch must not import it. test_torch.py checks the marker is torch's."""
+    fn._dynamo_marked_constant = True
+    return fn
+
+
+@_constant_at_trace_time
+def _register():
+    """Registers the custom ops, once; returns True. Run eagerly even inside torch.compile's trace
+    (see _ensure_registered): registration is no traceable operation."""
+    global _registered
+    if _registered:
+        return True
     import torch
     from torch import Tensor
 
@@ -39,40 +57,54 @@ def _ops():
 
     @torch.library.custom_op(lib + "router", mutates_args=("weights", "ids"))
     def router(kernel: int, logits: Tensor, bias: Optional[Tensor], weights: Tensor, ids: Tensor) -> None:
-        ops.router(_kernels[kernel], logits, bias, weights, ids)
+        ops.router(_kernel(kernel), logits, bias, weights, ids)
 
     @torch.library.custom_op(lib + "dispatch", mutates_args=("offsets", "src", "dst", "x_sorted", "workspace"))
     def dispatch(kernel: int, x: Tensor, ids: Tensor, offsets: Tensor, src: Tensor, dst: Tensor, x_sorted: Tensor,
                  workspace: Optional[Tensor] = None) -> None:
-        ops.dispatch(_kernels[kernel], x, ids, offsets, src, dst, x_sorted, workspace)
+        ops.dispatch(_kernel(kernel), x, ids, offsets, src, dst, x_sorted, workspace)
 
     @torch.library.custom_op(lib + "gmm_up", mutates_args=("h", "workspace"))
     def gmm_up(kernel: int, tokens: int, x_sorted: Tensor, offsets: Tensor, w13: Tensor, h: Tensor,
                workspace: Optional[Tensor] = None) -> None:
-        ops.gmm_up(_kernels[kernel], tokens, x_sorted, offsets, w13, h, workspace)
+        ops.gmm_up(_kernel(kernel), tokens, x_sorted, offsets, w13, h, workspace)
 
     @torch.library.custom_op(lib + "gmm_down", mutates_args=("y_sorted", "workspace"))
     def gmm_down(kernel: int, tokens: int, h: Tensor, offsets: Tensor, w2: Tensor, row_weight: Optional[Tensor],
                  y_sorted: Tensor, workspace: Optional[Tensor] = None) -> None:
-        ops.gmm_down(_kernels[kernel], tokens, h, offsets, w2, row_weight, y_sorted, workspace)
+        ops.gmm_down(_kernel(kernel), tokens, h, offsets, w2, row_weight, y_sorted, workspace)
 
     @torch.library.custom_op(lib + "combine", mutates_args=("out",))
     def combine(kernel: int, y_sorted: Tensor, dst: Tensor, weights: Tensor, out: Tensor) -> None:
-        ops.combine(_kernels[kernel], y_sorted, dst, weights, out)
+        ops.combine(_kernel(kernel), y_sorted, dst, weights, out)
 
     @torch.library.custom_op(lib + "moe_layer", mutates_args=("out", "workspace"))
     def moe_layer(kernel: int, logits: Tensor, bias: Optional[Tensor], x: Tensor, w13: Tensor, w2: Tensor,
                   out: Tensor, workspace: Optional[Tensor] = None) -> None:
-        ops.moe_layer(_kernels[kernel], logits, bias, x, w13, w2, out, workspace)
+        ops.moe_layer(_kernel(kernel), logits, bias, x, w13, w2, out, workspace)
 
     @torch.library.custom_op(lib + "moe_layer_fp8", mutates_args=("out", "workspace"))
     def moe_layer_fp8(kernel: int, logits: Tensor, bias: Optional[Tensor], x: Tensor, w13: Tensor, w13_scale: Tensor,
                       w2: Tensor, w2_scale: Tensor, out: Tensor, workspace: Optional[Tensor] = None) -> None:
-        ops.moe_layer_fp8(_kernels[kernel], logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace)
+        ops.moe_layer_fp8(_kernel(kernel), logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace)
 
     # The ops only write into tensors they were given: under tracing there is nothing to do.
     for op in (router, dispatch, gmm_up, gmm_down, combine, moe_layer, moe_layer_fp8):
         op.register_fake(lambda *args, **kwargs: None)
+    _registered = True
+    return True
+
+
+_registered = False
+
+
+def _ops():
+    """torch.ops.moebench, registered first. Dynamo traces this function (it would not honour an
+    lru_cache and would trace the registration itself); _register is marked to run eagerly at
+    trace time, so a first call inside torch.compile(fullgraph=True) works too."""
+    import torch
+
+    _register()
     return torch.ops.moebench
 
 
