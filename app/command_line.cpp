@@ -1,7 +1,5 @@
 #include "app/command_line.hpp"
 
-#include <cctype>
-#include <filesystem>
 #include <fstream>
 
 namespace moe::app {
@@ -12,29 +10,6 @@ std::vector<std::string> command_argv() {
   for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
   if (!args.empty()) args[0] = "moebench";
   return args;
-}
-
-std::string executable_path() {
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec || exe.empty() ? std::string("moebench") : exe.string();
-}
-
-std::string shell_quote(const std::string& a) {
-  bool plain = !a.empty();
-  for (char c : a) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || std::string("-_./=,:%+@").find(c) != std::string::npos);
-  if (plain) return a;
-  // Inside single quotes the shell expands nothing, a newline included; a quote itself is
-  // closed, escaped and reopened.
-  std::string q = "'";
-  for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string shell_join(const std::vector<std::string>& args) {
-  std::string r;
-  for (auto& a : args) r += (r.empty() ? "" : " ") + shell_quote(a);
-  return r;
 }
 
 }  // namespace moe::app

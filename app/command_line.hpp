@@ -3,17 +3,15 @@
 #include <string>
 #include <vector>
 
+#include "tuner/base/shell_words.hpp"
+
 namespace moe::app {
 
 // This process's arguments, argv[0] as "moebench".
 std::vector<std::string> command_argv();
-// The running executable's absolute path, so a printed command runs this binary wherever the
-// shell's PATH points ("moebench" when the system will not say).
-std::string executable_path();
-// One argument as the POSIX shell reads it back unchanged: as is when it holds no character
-// the shell treats specially, else in single quotes.
-std::string shell_quote(const std::string& arg);
-// The arguments as one shell command line, each quoted as it needs.
-std::string shell_join(const std::vector<std::string>& args);
+// Quoting and the executable's path live with the tuner, which prints commands too.
+using tuner::executable_path;
+using tuner::shell_join;
+using tuner::shell_quote;
 
 }  // namespace moe::app

@@ -60,6 +60,11 @@ TEST(Axes, CrossProductAndZip) {
   EXPECT_EQ(axes_text(zipped[5]), "experts=256,topk=8,dtype=f16");
   EXPECT_NE(error_of([&] { expand_axes(axes, {{"experts", "dtype"}}); }).find("differ in length"), std::string::npos);
   EXPECT_NE(error_of([&] { expand_axes(axes, {{"experts", "groups"}}); }).find("--zip groups"), std::string::npos);
+  // Names are said as flags (hf-config, not hf_config); a flag's own dashes are pointed out.
+  EXPECT_NE(error_of([&] { expand_axes(axes, {{"experts", "hf_config"}}); }).find("--zip hf-config: not a list"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { expand_axes(axes, {{"__hf_config", "topk"}}); }).find("--zip hf-config: name the flags without their dashes"),
+            std::string::npos);
   // A list named twice, in one group or in two, is refused: pairing it with itself pairs nothing.
   EXPECT_NE(error_of([&] { expand_axes(axes, {{"experts", "experts"}}); }).find("--zip names experts twice"), std::string::npos);
   EXPECT_NE(error_of([&] { expand_axes(axes, {{"experts", "topk"}, {"topk", "experts"}}); }).find("twice"), std::string::npos);

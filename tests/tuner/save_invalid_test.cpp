@@ -2,9 +2,12 @@
 // runs it again; the saved inputs reproduce the failure (and a correct config passes on them).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "io/npy.hpp"
 #include "support/temp_dirs.hpp"
@@ -35,7 +38,8 @@ TEST(SaveInvalid, WritesTheCaseAndTheCommandThatReproducesIt) {
   o.launch.in_process = [](int in, int out) { return worker_main(in, out, moe::testing::test_families()); };
   o.progress = ProgressMode::quiet;
   o.handle_signals = false;
-  o.save_invalid = (d / "invalid").string();
+  // A folder the shell would split or expand unquoted: repro.sh must quote it.
+  o.save_invalid = (d / "it's invalid $(x)").string();
   const SweepOutcome out = run_sweep(o);
 
   const nlohmann::json* wrong = nullptr;
@@ -54,10 +58,25 @@ TEST(SaveInvalid, WritesTheCaseAndTheCommandThatReproducesIt) {
   std::stringstream ss;
   ss << sh.rdbuf();
   const std::string cmd = ss.str();
-  EXPECT_NE(cmd.find("moebench run scale"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find(" run scale"), std::string::npos) << cmd;
   EXPECT_NE(cmd.find("--config behave=wrong,tile=16"), std::string::npos) << cmd;
   EXPECT_NE(cmd.find("--backend cpu"), std::string::npos) << cmd;
-  EXPECT_NE(cmd.find("--input x=" + fs::absolute(dir / "x.npy").string()), std::string::npos) << cmd;
+  // The shell reads the command back as the arguments it was made of: the program (this
+  // binary), then --input x=<the saved file>, whatever the folder's name holds.
+  const std::string line = cmd.substr(cmd.rfind('\n', cmd.size() - 2) + 1);
+  const fs::path args_sh = d / "args.sh", args_out = d / "args.txt";
+  std::ofstream(args_sh) << "set -- " << line << "printf '%s\\n' \"$@\"\n";
+  ASSERT_EQ(std::system(("sh " + args_sh.string() + " > " + args_out.string()).c_str()), 0) << line;
+  std::ifstream back(args_out);
+  std::vector<std::string> argv;
+  for (std::string a; std::getline(back, a);) argv.push_back(a);
+  ASSERT_GE(argv.size(), 3u) << line;
+  EXPECT_EQ(argv[1], "run");
+  EXPECT_EQ(argv[2], "scale");
+  const auto input = std::find(argv.begin(), argv.end(), "--input");
+  ASSERT_NE(input, argv.end()) << line;
+  ASSERT_NE(input + 1, argv.end());
+  EXPECT_EQ(input[1], "x=" + fs::absolute(dir / "x.npy").string()) << line;
 
   // What the command does: the saved inputs, the saved config: invalid again; a correct config passes.
   TensorMap given;

@@ -37,6 +37,17 @@ TEST(TunerUnits, FractionsBudgetsShards) {
   EXPECT_EQ(parse_budget("").candidates, 0);
   EXPECT_THROW(parse_budget("0"), moe::Error);
   EXPECT_THROW(parse_budget("lots"), moe::Error);
+  // Read whole: a count past int's range is refused, not wrapped into a small one.
+  EXPECT_EQ(parse_budget("0040").candidates, 40);
+  EXPECT_EQ(parse_budget("1000000").candidates, 1000000);
+  for (const char* big : {"1000001", "4294967337", "99999999999", "000000000000000000007000000"}) {
+    try {
+      parse_budget(big);
+      ADD_FAILURE() << big << " was accepted";
+    } catch (const moe::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("at most 1000000 candidates"), std::string::npos) << e.what();
+    }
+  }
   const Shard s = parse_shard("2/5");
   EXPECT_EQ(s.index, 2);
   EXPECT_EQ(s.count, 5);

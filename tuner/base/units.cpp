@@ -1,5 +1,6 @@
 #include "tuner/base/units.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -45,7 +46,13 @@ Budget parse_budget(const std::string& text) {
   bool digits = true;
   for (char c : text) digits = digits && c >= '0' && c <= '9';
   if (digits) {
-    b.candidates = std::atoi(text.c_str());
+    // Read whole, not by atoi: past int's range it would wrap (or be undefined).
+    constexpr int kMaxCandidates = 1'000'000;
+    const std::string digits_only = text.substr(std::min(text.find_first_not_of('0'), text.size()));
+    if (digits_only.size() > 7 || (digits_only.empty() ? 0 : std::stoi(digits_only)) > kMaxCandidates)
+      throw Error("--budget '" + text + "': at most " + std::to_string(kMaxCandidates) +
+                  " candidates per point; no space is that large (give a time, e.g. 10m, for an open-ended budget)");
+    b.candidates = digits_only.empty() ? 0 : std::stoi(digits_only);
     if (b.candidates < 1) throw Error("--budget '" + text + "': a candidate count must be at least 1");
     return b;
   }

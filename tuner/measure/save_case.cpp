@@ -6,6 +6,7 @@
 #include "io/npy.hpp"
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
+#include "tuner/base/shell_words.hpp"
 
 namespace fs = std::filesystem;
 
@@ -21,15 +22,16 @@ void save_tensors(const std::string& dir, const Prepared& p, const TensorMap& ou
 }
 
 std::string run_command(const Prepared& p, Backend b, const Params& config, int device, const std::string& dir) {
-  std::string cmd = "moebench run " + p.family->name;
-  for (auto& [k, v] : p.problem.values()) cmd += " --set " + k + "=" + value_str(v);
+  std::vector<std::string> args{executable_path(), "run", p.family->name};
+  for (auto& [k, v] : p.problem.values()) args.insert(args.end(), {"--set", k + "=" + value_str(v)});
   std::string cfg;
   for (auto& [k, v] : config.values()) cfg += (cfg.empty() ? "" : ",") + k + "=" + value_str(v);
-  if (!cfg.empty()) cmd += " --config " + cfg;
-  cmd += " --backend " + std::string(backend_name(b));
-  if (b == Backend::cuda) cmd += " --device " + std::to_string(device);
-  for (auto& [name, tensor] : p.inputs) cmd += " --input " + name + "=" + (fs::path(dir) / (name + ".npy")).string();
-  return cmd;
+  if (!cfg.empty()) args.insert(args.end(), {"--config", cfg});
+  args.insert(args.end(), {"--backend", std::string(backend_name(b))});
+  if (b == Backend::cuda) args.insert(args.end(), {"--device", std::to_string(device)});
+  for (auto& [name, tensor] : p.inputs)
+    args.insert(args.end(), {"--input", name + "=" + (fs::path(dir) / (name + ".npy")).string()});
+  return shell_join(args);
 }
 
 std::string save_invalid_case(const std::string& root, const Prepared& p, const TensorMap& outputs, Backend b,

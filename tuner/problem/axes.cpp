@@ -66,7 +66,18 @@ std::vector<std::vector<std::size_t>> axis_dims(const std::vector<Axis>& axes, c
     std::vector<std::size_t> g;
     for (auto& n : names) {
       auto it = at.find(n);
-      if (it == at.end()) throw Error("--zip " + n + ": not a list given on this command (zip names problem flags given several values, e.g. --zip experts,topk)");
+      if (it == at.end()) {
+        // Names arrive with '-' made '_': say them as the user typed the flag, and say so when
+        // the dashes of the flag itself came along (--zip=--experts,topk).
+        std::string shown = n;
+        const bool dashed = shown.rfind("__", 0) == 0;
+        shown.erase(0, shown.find_first_not_of('_'));
+        std::replace(shown.begin(), shown.end(), '_', '-');
+        throw Error("--zip " + shown + ": " +
+                    (dashed ? std::string("name the flags without their dashes, ")
+                            : std::string("not a list given on this command (zip names problem flags given several values, ")) +
+                    "e.g. --zip experts,topk" + (dashed ? "" : ")"));
+      }
       if (group_of.count(it->second) || std::find(g.begin(), g.end(), it->second) != g.end())
         throw Error("--zip names " + n + " twice: name each list once, e.g. --zip experts,topk");
       g.push_back(it->second);
