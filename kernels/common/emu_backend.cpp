@@ -1,5 +1,8 @@
 #include "common/emu_backend.hpp"
 
+#include <string>
+#include <vector>
+
 #include "emu/simt_emulator.hpp"
 
 namespace moe {
@@ -52,15 +55,25 @@ BackendImpl emu_backend_over(const BackendImpl& cuda, EmuSpeed speed, decltype(B
   BackendImpl b;
   b.backend = Backend::emu;
   b.config_params = cuda.config_params;
-  // The cuda backend's answers for an H100, whatever device the caller describes.
-  b.space = [s = cuda.space](const Params& problem, const DeviceInfo&, bool full) {
-    return s(problem, as_cuda(), full);
+  // The cuda backend's answers for an H100, whatever device the caller describes, less the
+  // configs that run another library's kernels (BackendImpl::peer): the emulator runs
+  // moebench's kernel sources only.
+  b.space = [s = cuda.space, peer = cuda.peer](const Params& problem, const DeviceInfo&, bool full) {
+    std::vector<Params> v = s(problem, as_cuda(), full);
+    if (peer) std::erase_if(v, [&](const Params& c) { return !peer(c).empty(); });
+    return v;
   };
+  b.peer = cuda.peer;
   b.default_config = [d = cuda.default_config](const Params& problem, const DeviceInfo&) {
     return d(problem, as_cuda());
   };
   if (cuda.invalid_reason)
-    b.invalid_reason = [r = cuda.invalid_reason](const Params& problem, const Params& config, const DeviceInfo&) {
+    b.invalid_reason = [r = cuda.invalid_reason, peer = cuda.peer](const Params& problem, const Params& config,
+                                                                    const DeviceInfo&) {
+      const std::string lib = peer ? peer(config) : std::string();
+      if (!lib.empty())
+        return "this config runs " + lib + "'s kernels, which the emulator cannot run (it runs moebench's own kernel "
+               "sources): use --backend cuda on a GPU";
       return r(problem, config, as_cuda());
     };
   b.workspace_bytes = cuda.workspace_bytes;

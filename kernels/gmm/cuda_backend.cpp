@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "gmm/alignment.hpp"
+#include "gmm/cublas/configs.hpp"
 #include "gmm/cuda_configs.hpp"
 #include "gmm/detail.hpp"
 #include "gmm/fp8_mma_configs.hpp"
@@ -262,10 +263,17 @@ BackendImpl cuda_backend() {
       int_param("group_m", 1, 1, 8, "tile order: M-tiles walked per N-tile (1,4,8); >1 reuses weight tiles in L2"),
   };
   for (auto& p : wgmma::config_params()) b.config_params.push_back(p);
+  cublas::add_config_params(b.config_params);
+  // kernel=cublas|cublaslt run NVIDIA's libraries (gmm/cublas/): peers, measured beside ours.
+  b.peer = [](const Params& config) { return cublas::peer(config); };
   b.invalid_reason = [specs = b.config_params](const Params& problem, const Params& config, const DeviceInfo& dev) {
-    std::string why = foreign_params(specs, config);
+    std::string why = cublas::foreign_params(specs, config);
     if (!why.empty()) return why;
     const GmmSpec s = GmmSpec::parse(problem);
+    if (cublas::kind_of(config) != cublas::Kind::none)
+      return cublas::invalid_reason(s, cublas::parse_config(config), dev);
+    why = foreign_params(specs, config);
+    if (!why.empty()) return why;
     if (wgmma::selected(config)) return wgmma::invalid_reason(s, wgmma::parse_config(config), dev);
     return cuda::invalid_reason(s, cuda::parse_config(config), dev);
   };
@@ -304,6 +312,7 @@ BackendImpl cuda_backend() {
       if (!full && e.shape.swapped() && (rows < e.shape.bm || rows > 4.0 * e.shape.bm)) continue;
       add(wgmma::config_params(c));
     }
+    for (auto& c : cublas::space(s, dev, full)) add(cublas::config_params(c));
     return v;
   };
   b.default_config = [specs = b.config_params](const Params& problem, const DeviceInfo& dev) {
@@ -331,6 +340,8 @@ BackendImpl cuda_backend() {
     return complete(specs, cuda::config_params(c), "gmm cuda config");
   };
   b.workspace_bytes = [](const Params& problem, const Params& config) {
+    if (cublas::kind_of(config) != cublas::Kind::none)
+      return cublas::layout(GmmSpec::parse(problem), cublas::parse_config(config)).total;
     if (wgmma::selected(config)) return wgmma::workspace_bytes(GmmSpec::parse(problem), wgmma::parse_config(config));
     const GmmSpec s = GmmSpec::parse(problem);
     if (s.fp8) return fp8_mma::workspace_bytes(s, cuda::parse_config(config));
@@ -340,6 +351,11 @@ BackendImpl cuda_backend() {
              const LaunchContext& ctx) {
     // A planned call (the bench's, moe::Kernel's, the layer's stages) takes the problem and
     // config its plan was made for; only an unplanned one parses them.
+    if (const auto* lib = dynamic_cast<const cublas::Plan*>(ctx.plan))
+      return cublas::run(lib->spec, lib->config, in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream, lib);
+    if (cublas::kind_of(config) != cublas::Kind::none)
+      return cublas::run(GmmSpec::parse(problem), cublas::parse_config(config), in, out, ctx.workspace,
+                         ctx.workspace_bytes, ctx.stream);
     if (const auto* slot = dynamic_cast<const wgmma::LaunchSlot*>(ctx.plan))
       return wgmma::run(slot->spec, slot->config, in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream, slot);
     if (const auto* planned = dynamic_cast<const cuda::Plan*>(ctx.plan))
@@ -358,6 +374,8 @@ BackendImpl cuda_backend() {
   };
   b.plan = [](const Params& problem, const Params& config, const RefMap& in) -> std::shared_ptr<const LaunchPlan> {
     const GmmSpec s = GmmSpec::parse(problem);
+    if (cublas::kind_of(config) != cublas::Kind::none)
+      return cublas::plan(s, cublas::parse_config(config), need(in, s.act_name()).shape.at(0));
     if (wgmma::selected(config))
       return wgmma::launch_slot(s, wgmma::parse_config(config), need(in, s.act_name()).shape.at(0));
     if (s.fp8) return fp8_mma::plan(s, cuda::parse_config(config), need(in, s.act_name()).shape.at(0));

@@ -7,6 +7,7 @@
 
 #include "combine/family.hpp"
 #include "common/emu_backend.hpp"
+#include "common/host_wait.hpp"
 #include "common/problem_params.hpp"
 #include "common/rng.hpp"
 #include "common/routing_gen.hpp"
@@ -98,14 +99,20 @@ RefMap stage_inputs(const Stage& s, const RefMap& all) {
 
 std::shared_ptr<const LayerPlan> plan_layer(Backend b, const Params& L, std::shared_ptr<const ResolvedLayer> resolved,
                                             const RefMap& in) {
-  auto p = std::make_shared<LayerPlan>();
+  std::vector<std::shared_ptr<const LaunchPlan>> stages;
   std::size_t used = 0;
   const RefMap all = layer_refs(L, in, nullptr, &used);
+  bool waits = false;
   for (std::size_t i = 0; i < resolved->stages.size(); ++i) {
     const Stage& s = resolved->stages[i];
     const BackendImpl& impl = family(s.family).need_backend(b);
-    p->stages.push_back(impl.plan ? impl.plan(s.problem, resolved->choices[i].config, stage_inputs(s, all)) : nullptr);
+    stages.push_back(impl.plan ? impl.plan(s.problem, resolved->choices[i].config, stage_inputs(s, all)) : nullptr);
+    waits = waits || waits_on_host(stages.back().get());
   }
+  // A stage that waits on the host (a library peer) makes the layer's call wait too.
+  struct WaitingLayerPlan : LayerPlan, HostWait {};
+  std::shared_ptr<LayerPlan> p = waits ? std::make_shared<WaitingLayerPlan>() : std::make_shared<LayerPlan>();
+  p->stages = std::move(stages);
   p->kernels = kUnknownKernels;
   p->resolved = std::move(resolved);
   return p;

@@ -94,6 +94,17 @@ def identify(name, static, obj=None):
     if (t := template_args(name, "wgmma_silu_kernel")):
         return {"family": "gmm", "kind": "wgmma-silu", "config": {"kernel": "wgmma"},
                 "variant": {"dtype": "bf16" if bool_arg(t[0]) else "f16"}}
+    # The library peers' own kernels (kernels/gmm/cublas/): the routed weight on 16-bit rows (cuBLAS's
+    # grouped GEMM, and cuBLASLt's bf16 down), fp32 rows rounded to bf16 and cuBLASLt's scale layouts.
+    if (t := template_args(name, "scale_rows_kernel")):
+        return {"family": "gmm", "kind": "library-epilogue", "config": {"kernel": "cublas"},
+                "variant": {"dtype": "bf16" if bool_arg(t[0]) else "f16", "stage": "down"}, "threads": 256}
+    if re.search(r"lib::round_rows_kernel\(", name):
+        return {"family": "gmm", "kind": "library-epilogue", "config": {"kernel": "cublaslt", "lt_out": "f32"},
+                "variant": {"dtype": "fp8", "stage": "down"}, "threads": 256}
+    if re.search(r"lib::scale_layout_kernel\(", name):
+        return {"family": "gmm", "kind": "library-scales", "config": {"kernel": "cublaslt"},
+                "variant": {"dtype": "fp8"}, "threads": 256}
     if "moe::gmm" in name or "cutlass" in name:
         return {"family": "gmm", "kind": "wgmma" if "cutlass" in name else "other", "config": None,
                 "variant": {}, "dynamic_smem_unknown": True}

@@ -13,6 +13,7 @@
 
 #include "require_gpu.hpp"
 #include "support/gmm_problems.hpp"
+#include "gmm/cublas/configs.hpp"
 #include "gmm/cublas_reference.hpp"
 #include "gmm/cuda_configs.hpp"
 #include "gmm/family.hpp"
@@ -53,7 +54,9 @@ struct Case {
     if (!GmmSpec::parse(p.problem).down) cublas_rounded = gmm::cublas_output(p.problem, din.refs(), p.inputs, true);
   }
   const Tensor& cublas_for(const Params& config) const {
-    return config.s("kernel") == "wgmma" && !GmmSpec::parse(p.problem).down ? cublas_rounded : cublas;
+    // The wgmma path and cuBLAS's grouped GEMM store gate|up in the activations' dtype.
+    const bool rounded = config.s("kernel") == "wgmma" || config.s("kernel") == "cublas";
+    return rounded && !GmmSpec::parse(p.problem).down ? cublas_rounded : cublas;
   }
 };
 
@@ -61,6 +64,15 @@ struct Case {
 // sizes its persistent grid) through `ws` when given (its plan is kept per workspace).
 void run_config(const Case& c, const Params& config, DeviceTensors& dout, int max_ctas, DeviceBuffer* given_ws) {
   const GmmSpec s = GmmSpec::parse(c.p.problem);
+  if (!gmm::cublas::peer(config).empty()) {  // the library peers, through the backend's own run
+    DeviceBuffer ws(impl().workspace_bytes(c.p.problem, config));
+    LaunchContext ctx;
+    ctx.workspace = ws.get();
+    ctx.workspace_bytes = ws.size();
+    impl().run(c.p.problem, config, c.din.refs(), dout.refs(), ctx);
+    cuda_check(cudaDeviceSynchronize(), "gmm library peer");
+    return;
+  }
   if (gmm::wgmma::selected(config)) {
     const auto cfg = gmm::wgmma::parse_config(config);
     DeviceBuffer own(given_ws ? 0 : gmm::wgmma::workspace_bytes(s, cfg));
