@@ -4,7 +4,7 @@
 #include <iterator>
 
 #include "gmm/alignment.hpp"
-#include "gmm/fp8_mma_configs.hpp"
+#include "gmm/fp8_mma/fp8_mma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"

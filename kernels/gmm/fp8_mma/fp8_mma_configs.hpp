@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "gmm/cuda_configs.hpp"
+#include "gmm/mma/cuda_configs.hpp"
 
 namespace moe::gmm::fp8_mma {
 

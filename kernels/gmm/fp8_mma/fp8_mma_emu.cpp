@@ -8,7 +8,7 @@
 #include "common/emu_backend.hpp"
 #include "gmm/emu.hpp"
 #include "gmm/emu_primitives.hpp"
-#include "gmm/fp8_mma_kernel.cuh"
+#include "gmm/fp8_mma/fp8_mma_kernel.cuh"
 #include "gmm/fp8_silu_quant_kernels.cuh"
 #include "moe/error.hpp"
 

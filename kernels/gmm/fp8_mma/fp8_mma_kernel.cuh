@@ -12,9 +12,9 @@
 #include <cstdint>
 
 #include "common/e4m3.hpp"
-#include "gmm/cuda_kernel.cuh"
-#include "gmm/fp8_mma_configs.hpp"
-#include "gmm/fp8_mma_primitives.cuh"
+#include "gmm/mma/cuda_kernel.cuh"
+#include "gmm/fp8_mma/fp8_mma_configs.hpp"
+#include "gmm/fp8_mma/fp8_mma_primitives.cuh"
 
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "gmm/fp8_mma_kernel.cuh"
+#include "gmm/fp8_mma/fp8_mma_kernel.cuh"
 #include "gmm/fp8_silu_quant_kernels.cuh"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"

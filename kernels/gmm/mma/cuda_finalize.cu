@@ -1,6 +1,6 @@
 // Plans the split-K finalize pass (gmm_finalize_kernel in cuda_kernel.cuh) and the schedule
 // kernel that writes the tile map (cuda_tile_map.cuh).
-#include "gmm/cuda_launch.cuh"
+#include "gmm/mma/cuda_launch.cuh"
 
 namespace moe::gmm::cuda {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "common/cuda_pdl.cuh"
-#include "gmm/cuda_configs.hpp"
+#include "gmm/mma/cuda_configs.hpp"
 // The cpu tests compile this file against emulated primitives, in a namespace of their own.
 #ifndef GMM_EMULATED_PRIMITIVES
 #include "gmm/cuda_primitives.cuh"
@@ -33,7 +33,7 @@ GMM_DEVICE int rem_fast(int n, int q, int neg_d) { return n + q * neg_d; }
 
 }  // namespace moe::gmm::GMM_KERNEL_NAMESPACE
 
-#include "gmm/cuda_tile_map.cuh"
+#include "gmm/mma/cuda_tile_map.cuh"
 
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 

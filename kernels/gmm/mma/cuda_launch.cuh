@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "gmm/cuda_kernel.cuh"
+#include "gmm/mma/cuda_kernel.cuh"
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"

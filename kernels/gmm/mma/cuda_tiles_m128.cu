@@ -1,5 +1,5 @@
 // Prefill shapes: 128-row M tiles, tensor-core bound.
-#include "gmm/cuda_launch.cuh"
+#include "gmm/mma/cuda_launch.cuh"
 
 namespace moe::gmm::cuda {
 

@@ -1,7 +1,7 @@
 // Decode shapes: a 16-row M tile (one mma row block) over wide N, weights streamed through
 // deep pipelines. Split-K (a runtime choice) adds CTAs when few experts are active; where K is
 // too short to split (K=96: qwen3-30b-a3b --tp 8 down), the two-warp 16x32 tile splits N instead.
-#include "gmm/cuda_launch.cuh"
+#include "gmm/mma/cuda_launch.cuh"
 
 namespace moe::gmm::cuda {
 

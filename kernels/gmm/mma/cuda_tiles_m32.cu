@@ -1,5 +1,5 @@
 // Small-batch shapes: 32-row M tiles, a few rows per expert.
-#include "gmm/cuda_launch.cuh"
+#include "gmm/mma/cuda_launch.cuh"
 
 namespace moe::gmm::cuda {
 

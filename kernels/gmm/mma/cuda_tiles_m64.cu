@@ -1,5 +1,5 @@
 // Mid-batch shapes: 64-row M tiles.
-#include "gmm/cuda_launch.cuh"
+#include "gmm/mma/cuda_launch.cuh"
 
 namespace moe::gmm::cuda {
 

@@ -11,7 +11,7 @@
 #include "common/bounded_cache.hpp"
 #include "gmm/alignment.hpp"
 #include "gmm/detail.hpp"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 

@@ -1,4 +1,4 @@
-#include "gmm/wgmma_failure.hpp"
+#include "gmm/wgmma/wgmma_failure.hpp"
 
 namespace moe::gmm::wgmma {
 

@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "gmm/fp8_silu_quant_kernels.cuh"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
 

@@ -27,8 +27,8 @@
 #include <cstring>
 #include <string>
 
-#include "gmm/wgmma_configs.hpp"
-#include "gmm/wgmma_plan.cuh"
+#include "gmm/wgmma/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_plan.cuh"
 
 namespace moe::gmm::wgmma {
 

@@ -23,8 +23,8 @@
 
 #include <string>
 
-#include "gmm/wgmma_configs.hpp"
-#include "gmm/wgmma_plan.cuh"
+#include "gmm/wgmma/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_plan.cuh"
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"

@@ -1,5 +1,5 @@
 // The prefill workhorse: 128x128x64, two consumer warpgroups on one tile.
-#include "gmm/wgmma_gemm.cuh"
+#include "gmm/wgmma/wgmma_gemm.cuh"
 
 namespace moe::gmm::wgmma {
 

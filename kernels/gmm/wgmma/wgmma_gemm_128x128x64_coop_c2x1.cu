@@ -1,5 +1,5 @@
 // 128x128x64 on a 2x1 cluster: the two CTAs of a cluster share each weight tile through TMA multicast.
-#include "gmm/wgmma_gemm.cuh"
+#include "gmm/wgmma/wgmma_gemm.cuh"
 
 namespace moe::gmm::wgmma {
 

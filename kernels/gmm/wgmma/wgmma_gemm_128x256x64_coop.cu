@@ -1,5 +1,5 @@
 // Prefill with wide N: 128x256x64, two consumer warpgroups on one tile.
-#include "gmm/wgmma_gemm.cuh"
+#include "gmm/wgmma/wgmma_gemm.cuh"
 
 namespace moe::gmm::wgmma {
 

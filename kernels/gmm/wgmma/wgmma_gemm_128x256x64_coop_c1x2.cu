@@ -1,6 +1,6 @@
 // Prefill with wide N on a 1x2 cluster: the two CTAs of a cluster take neighbouring N tiles of
 // the same expert rows, so each activation tile is loaded once (TMA multicast) for both.
-#include "gmm/wgmma_gemm.cuh"
+#include "gmm/wgmma/wgmma_gemm.cuh"
 
 namespace moe::gmm::wgmma {
 

@@ -1,5 +1,5 @@
 // Fewer rows per expert: 64x128x64, the two consumer warpgroups alternate tiles (one's epilogue hides under the other's math).
-#include "gmm/wgmma_gemm.cuh"
+#include "gmm/wgmma/wgmma_gemm.cuh"
 
 namespace moe::gmm::wgmma {
 

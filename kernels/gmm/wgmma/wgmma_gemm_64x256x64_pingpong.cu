@@ -1,6 +1,6 @@
 // Experts of one or two 64-row tiles with wide N (up's 2I, down's hidden): a 64x256 tile per
 // consumer warpgroup, the two alternating so one's epilogue hides under the other's mainloop.
-#include "gmm/wgmma_gemm.cuh"
+#include "gmm/wgmma/wgmma_gemm.cuh"
 
 namespace moe::gmm::wgmma {
 

@@ -1,6 +1,6 @@
 // fp8 prefill on a 1x2 cluster (CUTLASS's own blockwise example's shape): neighbouring N tiles
 // of the same expert rows share each activation tile's TMA load.
-#include "gmm/wgmma_fp8_gemm.cuh"
+#include "gmm/wgmma/wgmma_fp8_gemm.cuh"
 
 namespace moe::gmm::wgmma {
 

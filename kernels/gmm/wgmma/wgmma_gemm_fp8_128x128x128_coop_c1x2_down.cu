@@ -1,5 +1,5 @@
 // fp8 down on a 1x2 cluster, bf16 rows out of the epilogue.
-#include "gmm/wgmma_fp8_gemm.cuh"
+#include "gmm/wgmma/wgmma_fp8_gemm.cuh"
 
 namespace moe::gmm::wgmma {
 

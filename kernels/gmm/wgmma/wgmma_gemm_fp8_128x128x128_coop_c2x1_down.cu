@@ -1,5 +1,5 @@
 // fp8 down at prefill, bf16 rows out of the epilogue (the up unit's shape, its output type).
-#include "gmm/wgmma_fp8_gemm.cuh"
+#include "gmm/wgmma/wgmma_fp8_gemm.cuh"
 
 namespace moe::gmm::wgmma {
 

@@ -2,7 +2,7 @@
 // swapped-operand GEMM, 128 weight rows by 32 token rows a tile, so a 64-row wgmma is not mostly
 // padding; the two CTAs of a cluster take neighbouring weight blocks and share each token tile's
 // TMA load. Pingpong: one warpgroup's epilogue hides under the other's main loop.
-#include "gmm/wgmma_fp8_gemm.cuh"
+#include "gmm/wgmma/wgmma_fp8_gemm.cuh"
 
 namespace moe::gmm::wgmma {
 

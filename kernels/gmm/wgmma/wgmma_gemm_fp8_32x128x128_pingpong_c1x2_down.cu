@@ -1,5 +1,5 @@
 // fp8 down with a few dozen rows per expert (swapped operands), bf16 rows out of the epilogue.
-#include "gmm/wgmma_fp8_gemm.cuh"
+#include "gmm/wgmma/wgmma_fp8_gemm.cuh"
 
 namespace moe::gmm::wgmma {
 

@@ -1,6 +1,6 @@
 // fp8 with few rows per expert: 64-row tiles (the smallest a warpgroup's wgmma takes), the two
 // consumer warpgroups alternating tiles so one's epilogue hides under the other's mainloop.
-#include "gmm/wgmma_fp8_gemm.cuh"
+#include "gmm/wgmma/wgmma_fp8_gemm.cuh"
 
 namespace moe::gmm::wgmma {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "common/cuda_pdl.cuh"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #ifndef GMM_EMULATED_PRIMITIVES
 #include "gmm/cuda_primitives.cuh"
 #define GMM_KERNEL_NAMESPACE cuda

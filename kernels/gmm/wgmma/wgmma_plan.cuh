@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "gmm/wgmma_configs.hpp"
-#include "gmm/wgmma_failure.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_failure.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"

@@ -1,7 +1,7 @@
 // Launches the wgmma path's small kernels (wgmma_kernels.cuh): no CUTLASS in this unit.
 #include <algorithm>
 
-#include "gmm/wgmma_kernels.cuh"
+#include "gmm/wgmma/wgmma_kernels.cuh"
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
