@@ -1,6 +1,7 @@
 // The tree's layering, checked on the sources: tuner/'s folders form layers (a lower one never
-// includes a higher one), kernels/ never reaches into the tuner, the app or the tests, and the
-// emulator stands below everything. The checker is run on the real tree and on a copy with a
+// includes a higher one), kernels/ never reaches into the tuner, the app or the tests, a
+// family's kernel kinds (kernels/gmm/mma/, wgmma/...) stay out of each other, and the emulator
+// stands below everything. The checker is run on the real tree and on a copy with a
 // planted upward include, so a checker that finds nothing cannot pass. No source file grows past
 // ~500 lines (checked the same way, on the tree and on a planted long file).
 #include <gtest/gtest.h>
@@ -21,6 +22,13 @@ namespace fs = std::filesystem;
 
 // tuner/'s layers, lowest first; tuner/README.md says the same in words.
 const std::vector<std::string> kTunerLayers = {"base", "problem", "measure", "search", "store", "run"};
+
+// A family's subfolders hold one kernel kind each (kernels/gmm/README.md): a kind includes its own
+// folder and its family's top level, never another kind's folder, unless it is built on that
+// kind (listed here). The family's top level (its backends) may include every kind.
+// cublas/ runs the libraries' GEMMs and then wgmma's epilogue kernels (silu*up, the fp8 requant).
+const std::map<std::string, std::vector<std::string>> kKindBuiltOn = {{"gmm/fp8_mma", {"gmm/mma"}},
+                                                                       {"gmm/cublas", {"gmm/wgmma"}}};
 
 struct Include {
   fs::path file;
@@ -56,8 +64,21 @@ std::vector<std::string> layering_violations(const fs::path& root) {
     bad.push_back(i.file.string() + ":" + std::to_string(i.line) + " includes " + i.target + " (" + why + ")");
   };
   const std::vector<std::string> above_kernels = {"tuner/", "app/", "tests/", "support/"};
-  for (const auto& i : quoted_includes(root, "kernels"))
+  static const std::regex kind_file(R"(^kernels/([a-z_]+/[a-z0-9_]+)/)"), kind_header(R"(^([a-z_]+/[a-z0-9_]+)/)");
+  for (const auto& i : quoted_includes(root, "kernels")) {
     if (starts_with_any(i.target, above_kernels)) say(i, "kernels/ is the library: it never uses the tuner, app or tests");
+    const std::string file = i.file.generic_string();
+    std::smatch in, to;
+    if (!std::regex_search(file, in, kind_file) || !std::regex_search(i.target, to, kind_header) || to[1] == in[1])
+      continue;
+    const std::string from = in[1];
+    const auto built_on = kKindBuiltOn.find(from);
+    if (built_on != kKindBuiltOn.end() &&
+        std::find(built_on->second.begin(), built_on->second.end(), to[1]) != built_on->second.end())
+      continue;
+    say(i, "kernels/" + from + " is one kernel kind: it includes its own folder and its family's, not kernels/" +
+               std::string(to[1]));
+  }
   for (const auto& i : quoted_includes(root, "emu")) {
     const bool own = i.target.rfind("emu/", 0) == 0 || i.target.find('/') == std::string::npos;
     if (!own) say(i, "emu/ stands below the kernels: it includes only its own headers");
@@ -139,6 +160,23 @@ TEST(Layout, APlantedUpwardIncludeIsFound) {
   plant("emu/simt_emulator.hpp", "#include \"moe/family.hpp\"");
   bad = layering_violations(root);
   EXPECT_EQ(bad.size(), 4u) << joined(bad);
+  // The family's top level over its kinds, a kind over its own folder, the family and the kind
+  // it is built on: fine. One kind over another: found.
+  plant("kernels/gmm/cuda_backend.cpp", "#include \"gmm/wgmma/wgmma_plan.cuh\"");
+  plant("kernels/gmm/wgmma/wgmma_plan.cuh", "#include \"gmm/wgmma/wgmma_failure.hpp\"");
+  plant("kernels/gmm/wgmma/wgmma_plan.cuh", "#include \"gmm/spec.hpp\"");
+  plant("kernels/gmm/fp8_mma/fp8_mma_kernel.cuh", "#include \"gmm/mma/cuda_launch.cuh\"");
+  EXPECT_EQ(layering_violations(root).size(), 4u) << joined(layering_violations(root));
+  plant("kernels/gmm/wgmma/wgmma_kernels.cuh", "#include \"gmm/mma/cuda_configs.hpp\"");
+  plant("kernels/gmm/mma/cuda_kernel.cuh", "#include \"gmm/fp8_mma/fp8_mma_configs.hpp\"");
+  bad = layering_violations(root);
+  ASSERT_EQ(bad.size(), 6u) << joined(bad);
+  EXPECT_NE(joined(bad).find("kernels/gmm/wgmma/wgmma_kernels.cuh:"), std::string::npos) << joined(bad);
+  EXPECT_NE(joined(bad).find("kernels/gmm/wgmma is one kernel kind: it includes its own folder and its family's, "
+                             "not kernels/gmm/mma"),
+            std::string::npos)
+      << joined(bad);
+  EXPECT_NE(joined(bad).find("not kernels/gmm/fp8_mma"), std::string::npos) << joined(bad);
   fs::remove_all(root);
 }
 

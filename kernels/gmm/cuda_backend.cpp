@@ -8,10 +8,10 @@
 
 #include "gmm/alignment.hpp"
 #include "gmm/cublas/configs.hpp"
-#include "gmm/cuda_configs.hpp"
+#include "gmm/mma/cuda_configs.hpp"
 #include "gmm/detail.hpp"
-#include "gmm/fp8_mma_configs.hpp"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/fp8_mma/fp8_mma_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"

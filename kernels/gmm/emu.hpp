@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "gmm/cuda_configs.hpp"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/mma/cuda_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #include "moe/family.hpp"
 
 namespace moe::gmm::emu {

@@ -17,8 +17,8 @@
 #define MOE_GRID_DEPENDENCY_WAIT() ::simt::ptx::griddepcontrol_wait()
 #define MOE_LAUNCH_DEPENDENTS() ::simt::ptx::griddepcontrol_launch_dependents()
 
-#include "gmm/cuda_configs.hpp"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/mma/cuda_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 
 namespace moe::gmm::emulated {
 
@@ -115,5 +115,5 @@ inline std::uint32_t umulhi(std::uint32_t a, std::uint32_t b) {
 
 }  // namespace moe::gmm::emulated
 
-#include "gmm/cuda_kernel.cuh"
-#include "gmm/wgmma_kernels.cuh"
+#include "gmm/mma/cuda_kernel.cuh"
+#include "gmm/wgmma/wgmma_kernels.cuh"

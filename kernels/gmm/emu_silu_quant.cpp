@@ -7,7 +7,7 @@
 #include "common/emu_backend.hpp"
 #include "gmm/emu.hpp"
 #include "gmm/fp8_silu_quant_kernels.cuh"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 
 namespace moe::gmm::emu {
 

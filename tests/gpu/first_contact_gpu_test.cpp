@@ -3,7 +3,7 @@
 // the device-memory refusal with the real free memory. Skips where no GPU is visible.
 #include <gtest/gtest.h>
 
-#include "gmm/cuda_configs.hpp"
+#include "gmm/mma/cuda_configs.hpp"
 #include "support/gmm_problems.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"

@@ -9,7 +9,7 @@
 #include "require_gpu.hpp"
 #include "support/gmm_problems.hpp"
 #include "gmm/family.hpp"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "tuner/measure/device_tensors.hpp"
 #include "tuner/measure/harness.hpp"

@@ -56,20 +56,21 @@ TEST(BuildIds, CommentsAndLayoutKeepTheIdCodeChangesIt) {
   fs::remove_all(d);
 }
 
-// A kernel header (device code) in a family of its own, compiled as the build compiles the
+// A kernel header (device code) in a family's folder `dir`, compiled as the build compiles the
 // kernels (-lineinfo: a comment that moves lines changes the object, not the code).
-void write_kernel(const fs::path& src, const std::string& head, const std::string& factor) {
-  fs::create_directories(src / "kernels/router");
-  std::ofstream(src / "kernels/router/scale.cuh") << head << "__global__ void scale(float* x, int n) {\n"
-                                                 << "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                                                 << "  if (i < n) x[i] *= " << factor << ";\n}\n";
-  std::ofstream(src / "kernels/router/scale.cu") << "#include \"scale.cuh\"\n";
+void write_kernel(const fs::path& src, const std::string& head, const std::string& factor,
+                  const std::string& dir = "kernels/router") {
+  fs::create_directories(src / dir);
+  std::ofstream(src / dir / "scale.cuh") << head << "__global__ void scale(float* x, int n) {\n"
+                                         << "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                         << "  if (i < n) x[i] *= " << factor << ";\n}\n";
+  std::ofstream(src / dir / "scale.cu") << "#include \"scale.cuh\"\n";
 }
 
-std::string compile(const fs::path& src, const fs::path& obj) {
+std::string compile(const fs::path& src, const fs::path& obj, const std::string& dir = "kernels/router") {
   fs::create_directories(obj.parent_path());
   const auto r = sh(quote(MOEBENCH_NVCC) + " -c -arch=sm_90a -lineinfo -o " + quote(obj) + " " +
-                    quote(src / "kernels/router/scale.cu"));
+                    quote(src / dir / "scale.cu"));
   EXPECT_EQ(r.code, 0) << r.out;
   return slurp(obj);
 }
@@ -98,5 +99,27 @@ TEST(BuildIds, DeviceCodeCountsByItsSassNotItsSource) {
   EXPECT_NE(id_line(c, "router"), id_line(a, "router")) << "a code change must change the family's id";
   EXPECT_NE(id_line(c, "moe-layer"), id_line(a, "moe-layer"));
   EXPECT_EQ(id_line(c, "gmm"), id_line(a, "gmm"));
+  fs::remove_all(d);
+}
+
+// A family's kernel kinds have folders of their own (kernels/gmm/mma/, wgmma/...): their objects
+// speak for the family as the ones at its top do.
+TEST(BuildIds, DeviceCodeInAFamilySubfolderCounts) {
+  if (std::string(MOEBENCH_CUOBJDUMP).empty() || std::string(MOEBENCH_NVDISASM).empty())
+    GTEST_SKIP() << "cuobjdump or nvdisasm not found: run scripts/setup.sh (it unpacks NVIDIA's wheels)";
+  const fs::path d = fs::temp_directory_path() / ("moebench-sub-ids-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  const std::string dir = "kernels/gmm/kind";
+  const fs::path obj = d / "build" / dir / "scale.cu.o";
+  write_kernel(d / "src", "", "2.0f", dir);
+  compile(d / "src", obj, dir);
+  const std::string a = ids(d / "src", d / "a.inc", obj.string());
+  ASSERT_NE(id_line(a, "gmm"), "") << a;
+
+  write_kernel(d / "src", "", "3.0f", dir);  // the same sources but the header: only the SASS tells
+  compile(d / "src", obj, dir);
+  const std::string c = ids(d / "src", d / "c.inc", obj.string());
+  EXPECT_NE(id_line(c, "gmm"), id_line(a, "gmm")) << "a code change in kernels/gmm/kind/ must change gmm's id";
+  EXPECT_EQ(id_line(c, "router"), id_line(a, "router"));
   fs::remove_all(d);
 }

@@ -371,7 +371,7 @@ TEST(KernelReport, ReadsAWarpSpecializedWgmmaKernel) {
                             "st = {'wgmma_tiles': [{'block_m': 128, 'block_n': 256, 'block_k': 64, 'cluster_m': 2, 'cluster_n': 1, "
                             "'schedule': 'cooperative', 'dynamic_smem_bytes': 1234}]}; "
                             "print(json.dumps({'loop': k.gmm_loop(i, k.loops_of(i)), "
-                            "'id': k.identify(n, st, 'CMakeFiles/x.dir/kernels/gmm/wgmma_gemm_128x256x64_coop_c2x1.cu.o'), "
+                            "'id': k.identify(n, st, 'CMakeFiles/x.dir/kernels/gmm/wgmma/wgmma_gemm_128x256x64_coop_c2x1.cu.o'), "
                             "'other': k.identify(n, st, 'CMakeFiles/x.dir/kernels/gmm/elsewhere.cu.o')}))",
                             &out);
   ASSERT_FALSE(j.is_null()) << out;

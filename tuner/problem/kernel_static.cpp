@@ -3,8 +3,8 @@
 #include <string>
 
 #include "common/emu_backend.hpp"
-#include "gmm/cuda_configs.hpp"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/mma/cuda_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #include "moe/family.hpp"
 #include "router/cuda.hpp"
 #include "router/spec.hpp"

@@ -19,7 +19,7 @@
 #include "gmm/alignment.hpp"
 #include "gmm/cublas/configs.hpp"
 #include "gmm/cublas/kernels.hpp"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 

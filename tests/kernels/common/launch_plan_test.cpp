@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "gmm/cuda_configs.hpp"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/mma/cuda_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #include "layer/family.hpp"
 #include "runtime/current_device.hpp"
 #include "support/described_devices.hpp"

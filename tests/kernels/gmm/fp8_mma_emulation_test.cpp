@@ -1,4 +1,4 @@
-// The fp8 decode kernel (kernels/gmm/fp8_mma_kernel.cuh) on the cpu under the simt emulator, by
+// The fp8 decode kernel (kernels/gmm/fp8_mma/fp8_mma_kernel.cuh) on the cpu under the simt emulator, by
 // the emu backend's path, against DESIGN.md 1.6's reference: every built tile, both stages, fp32
 // and ue8m0 scales, fused and second-pass up, split-K down with uneven K blocks, persistent CTAs
 // walking several tiles. The inputs hold amax-0 groups, groups past 448 before scaling, experts
@@ -16,7 +16,7 @@
 #include "common/emu_backend.hpp"
 #include "gmm/emu.hpp"
 #include "gmm/family.hpp"
-#include "gmm/fp8_mma_configs.hpp"
+#include "gmm/fp8_mma/fp8_mma_configs.hpp"
 #include "support/gmm_problems.hpp"
 #include "tuner/measure/harness.hpp"
 

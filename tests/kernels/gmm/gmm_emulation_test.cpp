@@ -1,5 +1,5 @@
 // The cuda backend's kernel source, run on the cpu by the emu backend's path: kernels/gmm/
-// cuda_kernel.cuh compiled against emulated device primitives (kernels/gmm/emu_primitives.hpp
+// mma/cuda_kernel.cuh compiled against emulated device primitives (kernels/gmm/emu_primitives.hpp
 // over emu/ptx.hpp: ldmatrix, mma.sync and cp.async with PTX's semantics) on the simt emulator
 // (a CTA's threads as fibers in a random order). cp.async poisons its destination when issued
 // and copies only when wait_group retires its group, so a pipeline that reads a stage too early,

@@ -16,10 +16,10 @@
 
 #include "support/gmm_problems.hpp"
 #include "support/described_devices.hpp"
-#include "gmm/cuda_configs.hpp"
+#include "gmm/mma/cuda_configs.hpp"
 #include "gmm/detail.hpp"
 #include "gmm/family.hpp"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "tuner/measure/harness.hpp"

@@ -1,4 +1,4 @@
-// The wgmma path's own kernels (kernels/gmm/wgmma_kernels.cuh: the setup kernel that writes the
+// The wgmma path's own kernels (kernels/gmm/wgmma/wgmma_kernels.cuh: the setup kernel that writes the
 // grouped GEMM's per-expert shapes, pointers and strides from `offsets`, and the silu*up
 // pass) compiled against emulated primitives (kernels/gmm/emu_primitives.hpp) and run on the
 // simt emulator, as the emu backend runs them. The grouped GEMM
@@ -12,7 +12,7 @@
 #include <random>
 
 #include "gmm/family.hpp"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #include "support/gmm_problems.hpp"
 #include "support/wgmma_emulation.hpp"
 #include "moe/dtype.hpp"

@@ -13,7 +13,7 @@
 #include "gmm/emu.hpp"
 #include "gmm/emu_primitives.hpp"
 #include "gmm/family.hpp"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #include "moe/dtype.hpp"
 #include "moe/family.hpp"
 #include "support/gmm_problems.hpp"

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common/bounded_cache.hpp"
-#include "gmm/wgmma_configs.hpp"
-#include "gmm/wgmma_failure.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_failure.hpp"
 #include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
 

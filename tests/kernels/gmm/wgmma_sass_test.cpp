@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 
 namespace moe {
 namespace {
@@ -36,7 +36,7 @@ std::string capture(const std::string& cmd, int* status) {
 
 std::vector<fs::path> wgmma_objects() {
   std::vector<fs::path> v;
-  const fs::path dir = fs::path(MOEBENCH_BUILD_DIR) / "CMakeFiles/moe_kernels.dir/kernels/gmm";
+  const fs::path dir = fs::path(MOEBENCH_BUILD_DIR) / "CMakeFiles/moe_kernels.dir/kernels/gmm/wgmma";
   if (!fs::exists(dir)) return v;
   for (auto& f : fs::directory_iterator(dir)) {
     const std::string name = f.path().filename().string();

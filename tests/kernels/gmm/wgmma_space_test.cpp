@@ -7,7 +7,7 @@
 
 #include "support/described_devices.hpp"
 #include "gmm/family.hpp"
-#include "gmm/wgmma_configs.hpp"
+#include "gmm/wgmma/wgmma_configs.hpp"
 #include "support/gmm_problems.hpp"
 
 namespace moe {
