@@ -149,7 +149,6 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   } else if (engine) {
     for (ProblemChoice& c : problem_choices(peers::engine_family(*engine, a.what), a.problem, true))
       o.units.push_back({&peers::engine_family(*engine, a.what), c.problem, c.axes, c.skip, {}});
-    if (interpret) refuse_interpreted_bf16(o.units, a.backend);
   } else {
     bool strict = false;
     for (const FamilyDesc* f : sweep_targets(a.what, backend, strict))
@@ -203,6 +202,8 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   o.command = shell_join(argv);
   o.out_dir = a.out.empty() ? default_out(dev) : a.out;
   if (engine) {
+    // After the dry run, which shows the plan a GPU would run (the commands the docs quote).
+    if (interpret) refuse_interpreted_bf16(o.units, a.backend);
     // Checked before the engine's worker starts: a missing engine is one line, exit 2.
     const std::string loaded = tuner::check_engine(*engine, interpret);
     o.engine_info = nlohmann::json::parse(loaded, nullptr, false);

@@ -101,7 +101,9 @@ def run(loaded, problem_json, config_json, names, tensors, stream, device, ordin
     if problem.get("dtype") not in ("bf16", "f16"):
         raise ValueError(f"the engine's fused_moe runs bf16 or f16 here, not {problem.get('dtype')}")
     down = problem.get("stage") == "down"
-    ctx = torch.cuda.stream(torch.cuda.ExternalStream(stream, device=ordinal)) if device else _nothing()
+    # The worker's bench made the tensors on its device; torch's current device may be another.
+    on = next(iter(t.values())).device
+    ctx = torch.cuda.stream(torch.cuda.ExternalStream(stream, device=on)) if device else _nothing()
     with ctx:
         if down:
             weights = t["row_weight"] if int(problem.get("routed_weight", 0)) else None
