@@ -177,13 +177,43 @@ def test_an_engine_that_is_not_importable_is_one_line_exit_2(tmp_path):
     refused(r, "--backend vllm", "vllm package is not on PYTHONPATH")
 
 
-def test_sglang_says_it_is_not_driven_yet(tmp_path):
+def test_sglang_sweep_writes_its_layout(tmp_path):
+    """SGLang's own fused_moe_kernel where an sglang package is on PYTHONPATH, else the stand-in."""
     needs_triton()
+    env = engine_env("" if importlib.machinery.PathFinder.find_spec("sglang", sys.path) else "standin")
+    space_file = tmp_path / "s.json"
+    space_file.write_text(json.dumps(SPACE[:2]))  # BLOCK_SIZE_M=32 pads the 16-aligned segments again
+    cmd = [exe(), "sweep", "gmm", "--backend", "sglang", *PROBLEM, "--stage", "up,down", "--tokens", "4", "--space",
+           str(space_file), "--out", str(tmp_path / "sg"), "--engine-config", str(tmp_path / "cfg"), *QUICK]
+    print("kernel used:", "the stand-in" if env.get("MOEBENCH_PEERS_KERNEL") else "SGLang's fused_moe_kernel")
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = records(tmp_path / "sg")
+    assert res["meta"]["engine"] == "sglang" and all(x["status"] == "ok" for x in res["records"]), res["records"]
+    triton = res["meta"]["engine_info"]["triton"].replace(".", "_")
+    folder = tmp_path / "cfg" / "configs" / f"triton_{triton}"
+    names = sorted(f.name for f in folder.glob("*.json"))
+    assert names == ["E=4,N=32,device_name=cpu.json", "E=4,N=32,device_name=cpu_down.json"], names
+    for f in names:
+        # SGLang's get_moe_configs: {int(key): val for key, val in json.load(f).items()}
+        table = {int(key): val for key, val in json.loads((folder / f).read_text()).items()}
+        assert list(table) == [4] and list(table[4]) == CONFIG_KEYS
+
+
+def test_an_engine_without_its_package_is_one_line_exit_2_sglang(tmp_path):
+    needs_triton()
+    env = engine_env("")
+    import torch
+    import triton
+
+    keep = [str(HERE.parents[1] / "python"), str(Path(torch.__file__).parents[1]), str(Path(triton.__file__).parents[1])]
+    keep += [p for p in env.get("PYTHONPATH", "").split(":") if "tvm" in p or p.endswith(".deps/python")]
+    env["PYTHONPATH"] = ":".join(p for p in keep if not (Path(p) / "sglang").exists())
     space_file = tmp_path / "s.json"
     space_file.write_text(json.dumps(SPACE))
     r = subprocess.run([exe(), "sweep", "gmm", "--backend", "sglang", *PROBLEM, "--tokens", "4", "--space", str(space_file),
-                        "--out", str(tmp_path / "sg"), *QUICK], capture_output=True, text=True, env=engine_env(""))
-    refused(r, "--backend sglang")
+                        "--out", str(tmp_path / "sg"), *QUICK], capture_output=True, text=True, env=env)
+    refused(r, "--backend sglang", "sglang package is not on PYTHONPATH")
 
 
 def test_bf16_under_the_interpreter_and_misplaced_flags_are_refused(tmp_path):

@@ -66,6 +66,9 @@ def _gemm(loaded, a, b, c, offsets, config, weights=None):
     em = sorted_ids.numel()
     meta = {key: int(config[key]) for key in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "GROUP_SIZE_M")}
     grid = (triton.cdiv(em, meta["BLOCK_SIZE_M"]) * triton.cdiv(n, meta["BLOCK_SIZE_N"]),)
+    if loaded.engine == "sglang" and not loaded.standin:
+        _launch_sglang(loaded, grid, a, b, c, weights, sorted_ids, expert_ids, post, n, k, em, rows, config, meta)
+        return
     loaded.kernel[grid](
         a, b, c, None, None, None, weights, sorted_ids, expert_ids, post,
         n, k, em, rows,
@@ -89,6 +92,42 @@ def _gemm(loaded, a, b, c, offsets, config, weights=None):
         num_stages=int(config["num_stages"]),
         **meta,
         **loaded.extra,
+    )
+
+
+def _launch_sglang(loaded, grid, a, b, c, weights, sorted_ids, expert_ids, post, n, k, em, rows, config, meta):
+    """SGLang's fused_moe_kernel as its invoke_fused_moe_kernel calls it for unquantized weights:
+    no tensor descriptors (TMA), no fused SwiGLU, output slices or sums, no PDL launch."""
+    loaded.kernel[grid](
+        a, None, b, None, None, c, None, None, weights, sorted_ids, expert_ids, post, None,
+        n, k, em, rows,
+        a.stride(0), a.stride(1), b.stride(0), b.stride(2), b.stride(1),
+        0, 0,
+        c.stride(0), c.stride(1),
+        0, 0, 0, 0, 0,
+        0, 0,
+        MUL_ROUTED_WEIGHT=weights is not None,
+        top_k=1,
+        compute_type=_compute_type(a.dtype),
+        use_fp8_w8a8=False,
+        use_int8_w8a8=False,
+        use_int8_w8a16=False,
+        per_channel_quant=False,
+        even_Ks=k % int(config["BLOCK_SIZE_K"]) == 0,
+        c_sorted=False,
+        swap_ab=False,
+        FUSE_ADD_TO_OUTPUT=False,
+        A_OUTPUT_SLICES=1,
+        A_OUTPUT_SLICE_WIDTH=0,
+        A_OUTPUT_SLICE_K=0,
+        MASK_OUTPUT=False,
+        FUSE_SUM_ALL_REDUCE=False,
+        ROUTER_TOPK=1,
+        FUSE_SWIGLU=False,
+        BLOCK_SIZE_K=int(config["BLOCK_SIZE_K"]),
+        num_warps=int(config["num_warps"]),
+        num_stages=int(config["num_stages"]),
+        **meta,
     )
 
 

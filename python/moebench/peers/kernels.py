@@ -108,11 +108,6 @@ def load(engine):
 
         extra = {"BROKEN_K": 128} if which == "standin-broken" else {}
         return Loaded(engine, standin.fused_moe_kernel, f"{which}: {standin.__file__}", which, True, extra)
-    if engine == "sglang":
-        raise Unavailable(
-            "--backend sglang: SGLang's fused_moe_kernel takes another argument list than vLLM's (tensor descriptors, "
-            "fused SwiGLU and output slices) and moebench does not drive it yet; use --backend vllm"
-        )
     folder = _package_dir(engine)
     if folder is None:
         raise Unavailable(f"--backend {engine}: the {engine} package is not on PYTHONPATH of {sys.executable}; {INSTALL_HINT[engine]}")
