@@ -6,7 +6,10 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <cstdlib>
+#include <filesystem>
 
 #include "app/commands.hpp"
 #include "app/command_line.hpp"
@@ -24,6 +27,9 @@
 #include "tuner/store/report.hpp"
 #include "tuner/run/runner.hpp"
 #include "tuner/store/tables_dir.hpp"
+#include "peers/engine.hpp"
+#include "tuner/run/engine_worker.hpp"
+#include "tuner/store/engine_config.hpp"
 
 namespace moe::app {
 
@@ -33,7 +39,7 @@ struct SweepArgs {
   std::string what;
   ProblemArgs problem;
   std::string backend, space = "default", strategy = "halving", budget, devices = "all", shard = "0/1";
-  std::string out, tables, dist = "uniform", timer = "cold", progress, save_invalid;
+  std::string out, tables, dist = "uniform", timer = "cold", progress, save_invalid, engine_config;
   std::string min_time = "1ms", max_time = "1s", max_noise = "1%", watchdog = "20s";
   double zipf_s = 1.2;
   int min_samples = 10, threads = 0;
@@ -90,11 +96,37 @@ std::string default_out(const DeviceInfo& dev) {
   return "sweeps/" + runtime::device_slug(dev) + "-" + buf;
 }
 
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && std::string(v) == value;
+}
+
+// Triton's interpreter does not compute tl.dot of bf16 operands correctly (Triton 3.9: results off
+// by orders of magnitude), so a bf16 problem under it would fail every candidate for the
+// interpreter's sake, not the kernel's.
+void refuse_interpreted_bf16(const std::vector<tuner::SweepUnit>& units, const std::string& engine) {
+  for (const tuner::SweepUnit& u : units)
+    if (u.skip.empty() && u.problem.has("dtype") && u.problem.s("dtype") == "bf16")
+      throw Error("--backend " + engine + " without a GPU runs the engine's kernel under Triton's interpreter, which "
+                  "computes tl.dot of bf16 operands wrongly: give --dtype f16 there (bf16 needs a GPU)");
+}
+
 void run(const CLI::App& cmd, const SweepArgs& a) {
-  const Backend backend =
-      a.backend.empty() ? (cuda_device_count() > 0 ? Backend::cuda : Backend::cpu) : parse_backend(a.backend);
+  std::optional<peers::Engine> engine;
+  if (peers::is_engine_name(a.backend)) engine = peers::parse_engine(a.backend);
+  // Without a GPU the engine's Triton kernel runs under Triton's interpreter, on host tensors.
+  const bool interpret = engine && (cuda_device_count() == 0 || env_is("TRITON_INTERPRET", "1"));
+  const Backend backend = engine ? (interpret ? Backend::cpu : Backend::cuda)
+                          : a.backend.empty() ? (cuda_device_count() > 0 ? Backend::cuda : Backend::cpu)
+                                              : parse_backend(a.backend);
+  if (!a.engine_config.empty() && !engine)
+    throw Error("--engine-config writes an engine's own fused_moe config file: use it with --backend vllm or --backend sglang");
+  if (engine && !a.tables.empty() && a.tables != "none")
+    throw Error("--tables " + a.tables + ": with --backend " + a.backend + " the configs are the engine's; --engine-config DIR "
+                "writes the engine's file and moebench's table of the same results (under DIR/moebench-tables)");
   tuner::SweepOptions o;
   o.backend = backend;
+  if (engine) o.engine = a.backend;
   if (backend == Backend::cuda) o.devices = parse_devices(a.devices);
   else refuse_for_cpu(cmd, "--devices", "names the GPUs to sweep on", backend);
   if (backend == Backend::emu && a.what != "all" && !family(a.what).backend(backend)) throw Error(no_emu_reason(family(a.what)));
@@ -114,6 +146,9 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
     std::sort(warnings.begin(), warnings.end());
     warnings.erase(std::unique(warnings.begin(), warnings.end()), warnings.end());
     for (auto& w : warnings) fmt::print(stderr, "moebench: warning: {}\n", w);
+  } else if (engine) {
+    for (ProblemChoice& c : problem_choices(peers::engine_family(*engine, a.what), a.problem, true))
+      o.units.push_back({&peers::engine_family(*engine, a.what), c.problem, c.axes, c.skip, {}});
   } else {
     bool strict = false;
     for (const FamilyDesc* f : sweep_targets(a.what, backend, strict))
@@ -166,7 +201,21 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   std::vector<std::string> argv = command_argv();
   o.command = shell_join(argv);
   o.out_dir = a.out.empty() ? default_out(dev) : a.out;
-  if (a.tables != "none" && backend != Backend::emu) {
+  if (engine) {
+    // After the dry run, which shows the plan a GPU would run (the commands the docs quote).
+    if (interpret) refuse_interpreted_bf16(o.units, a.backend);
+    // Checked before the engine's worker starts: a missing engine is one line, exit 2.
+    const std::string loaded = tuner::check_engine(*engine, interpret);
+    o.engine_info = nlohmann::json::parse(loaded, nullptr, false);
+    if (o.engine_info.is_discarded()) o.engine_info = {{"kernel", loaded}};
+    o.launch = tuner::engine_launch(*engine, interpret);
+    if (interpret) ::setenv("TRITON_INTERPRET", "1", 1);
+    if (!a.engine_config.empty()) {
+      tuner::check_tables_dir(a.engine_config, "--engine-config");
+      o.tables_dir = (std::filesystem::path(a.engine_config) / "moebench-tables").string();
+      tuner::check_tables_dir(o.tables_dir, "--engine-config");
+    }
+  } else if (a.tables != "none" && backend != Backend::emu) {
     o.tables_dir = a.tables.empty() ? tuner::default_tables_dir() : a.tables;
     tuner::check_tables_dir(o.tables_dir, a.tables.empty() ? "the default --tables" : "--tables");
   }
@@ -184,17 +233,26 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
                                     : asked;
 
   const tuner::SweepOutcome out = tuner::run_sweep(o);
+  std::vector<std::string> engine_files;
+  if (engine && !a.engine_config.empty()) engine_files = tuner::write_engine_configs(out.results, *engine, a.engine_config);
   if (o.progress == tuner::ProgressMode::json) {
     nlohmann::json done = {{"event", "done"},          {"interrupted", out.interrupted}, {"results", out.results_path},
                            {"journal", out.journal_path}, {"summary", out.summary_path},  {"tables", out.tables},
                            {"wall_s", out.wall_s},        {"timed", out.timed},           {"candidates", out.candidates}};
     if (out.interrupted) done["resume"] = o.resume_hint;
+    if (engine) done["engine_configs"] = engine_files;
     fmt::print("{}\n", done.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else {
     fmt::print("{}\n", tuner::printed_summary(out.results));
     fmt::print("results: {} ({}), journal: {}\n", out.results_path, out.csv_path, out.journal_path);
     for (auto& t : out.tables) fmt::print("table: {}\n", t);
-    if (backend == Backend::emu) fmt::print("tables: none written (the emu backend validates, it does not time)\n");
+    for (auto& f : engine_files) fmt::print("engine config: {}\n", f);
+    if (engine) {
+      if (interpret)
+        fmt::print("times: Triton's interpreter on the cpu (timer {}): they check the search, not the kernel's speed\n",
+                   tuner::kInterpreterTimer);
+      if (a.engine_config.empty()) fmt::print("engine config: none written (give --engine-config DIR)\n");
+    } else if (backend == Backend::emu) fmt::print("tables: none written (the emu backend validates, it does not time)\n");
     else if (o.tables_dir.empty()) fmt::print("tables: none written (--tables none)\n");
     else
       fmt::print("tables: {} written under {}{}\n", out.tables.size(), o.tables_dir,
@@ -229,7 +287,8 @@ void add_sweep_command(CLI::App& root) {
   cmd->add_option("WHAT", a->what, "a kernel family, moe-layer, or all (every family in pipeline order)")->required();
   add_problem_options(*cmd, a->problem, "default");
   cmd->add_option("--backend", a->backend,
-                  "cpu | cuda | emu (default: cuda when a GPU is visible). emu validates every config of the cuda "
+                  "cpu | cuda | emu | vllm | sglang (default: cuda when a GPU is visible). vllm and sglang tune the "
+                  "engine's Triton fused_moe kernel (gmm only; without a GPU under Triton's interpreter). emu validates every config of the cuda "
                   "space for an H100 under the emulator, exhaustively, times nothing and writes no tables. " +
                       emu_help());
   cmd->add_option("--devices", a->devices, "GPUs to use, one worker each: all | 0,1,...")->default_str("all");
@@ -250,6 +309,10 @@ void add_sweep_command(CLI::App& root) {
       ->default_str("sweeps/<device>-<time>");
   cmd->add_option("--tables", a->tables, "where config tables go, checked writable before sweeping (none: write none)")
       ->default_str("first dir of $MOEBENCH_CONFIG_DIR, else ./configs");
+  cmd->add_option("--engine-config", a->engine_config,
+                  "with --backend vllm|sglang: write the engine's own fused_moe config files here (vLLM: "
+                  "E=..,N=..,device_name=...json for VLLM_TUNED_CONFIG_FOLDER; SGLang: configs/triton_X_Y_Z/... for "
+                  "SGLANG_MOE_CONFIG_DIR), and moebench's table of the same results under DIR/moebench-tables");
   cmd->add_option("--dist", a->dist, "routing: uniform | zipf | FILE.npy (captured logits or ids)")->default_str("uniform");
   allow_only(cmd->add_option("--zipf-s", a->zipf_s, "zipf exponent for --dist zipf (0: uniform)")->default_str("1.2"),
              Allowed::non_negative_number, "0: uniform; larger: more skewed");

@@ -23,7 +23,10 @@ Backend parse_backend(std::string_view s) {
   if (s == "cpu") return Backend::cpu;
   if (s == "cuda" || s == "gpu") return Backend::cuda;
   if (s == "emu") return Backend::emu;
-  throw Error("unknown backend '" + std::string(s) + "': use cpu, cuda or emu");
+  if (s == "vllm" || s == "sglang")
+    throw Error("--backend " + std::string(s) + " is the engine's Triton fused_moe kernel, which `moebench sweep gmm --backend " +
+                std::string(s) + "` tunes; this command takes cpu, cuda or emu");
+  throw Error("unknown backend '" + std::string(s) + "': use cpu, cuda or emu (and, for `moebench sweep gmm`, vllm or sglang)");
 }
 
 const std::vector<const FamilyDesc*>& families() {

@@ -13,6 +13,7 @@
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
 #include "tuner/base/file_lock.hpp"
+#include "tuner/run/engine_worker.hpp"
 #include "tuner/run/evaluator.hpp"
 #include "tuner/run/resume.hpp"
 #include "tuner/base/interrupt.hpp"
@@ -266,7 +267,8 @@ json make_meta(SweepState& s, const JournalContents& jc, double wall_s) {
                {"watchdog_s", o.watchdog_s},
                {"fingerprint", s.plan.fingerprint},
                {"timer",
-                {{"mode", o.backend == Backend::cpu   ? std::string("steady_clock")
+                {{"mode", !o.engine.empty() && o.backend == Backend::cpu ? std::string(kInterpreterTimer)
+                          : o.backend == Backend::cpu   ? std::string("steady_clock")
                           : o.backend == Backend::emu ? std::string("none")
                                                       : std::string(timer_mode_name(o.timer))},
                  {"used", used},
@@ -277,6 +279,10 @@ json make_meta(SweepState& s, const JournalContents& jc, double wall_s) {
                {"results_path", (fs::path(o.out_dir) / "results.json").string()}};
   // Where the layer's stage configs came from (with --tables none, a folder of this sweep's own).
   if (!s.stage_tables.empty()) meta["stage_tables"] = s.stage_tables;
+  if (!o.engine.empty()) {
+    meta["engine"] = o.engine;
+    meta["engine_info"] = o.engine_info;
+  }
   return meta;
 }
 
@@ -290,7 +296,7 @@ json journal_header(const SweepOptions& o, const Plan& plan, const DeviceInfo& d
   }
   json tokens = json::array();
   for (auto t : o.tokens) tokens.push_back(t);
-  return {{"type", "header"},
+  json h = {{"type", "header"},
           {"schema", kJournalSchema},
           {"device", dev.name},
           {"device_slug", runtime::device_slug(dev)},
@@ -315,6 +321,9 @@ json journal_header(const SweepOptions& o, const Plan& plan, const DeviceInfo& d
           {"shard", {{"index", o.shard.index}, {"count", o.shard.count}}},
           {"command", o.command},
           {"created", utc_now()}};
+  // Only where there is one, so the journals of moebench's own kernels read as before.
+  if (!o.engine.empty()) h["settings"]["engine"] = o.engine;
+  return h;
 }
 
 SweepOutcome run_sweep(const SweepOptions& o) {

@@ -23,6 +23,10 @@ struct SweepOptions {
   std::vector<Axis> axes;  // the problem axes given more than one value, for the results
   std::vector<std::int64_t> tokens;
   Backend backend = Backend::cpu;
+  // A peer engine whose kernel the units' families run (peers/engine.hpp: "vllm", "sglang"), or
+  // empty for moebench's own. On the cpu backend it runs under Triton's interpreter.
+  std::string engine;
+  json engine_info;  // what the engine's worker loaded (its --check line), for the results' meta
   std::vector<int> devices = {0};  // cuda ordinals, one worker each
   int threads = 0;                 // cpu backend threads (0: every hardware thread)
   std::string space = "default";   // default | full | FILE

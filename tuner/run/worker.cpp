@@ -41,7 +41,7 @@ struct Fatal : std::runtime_error {
 
 class Worker {
  public:
-  explicit Worker(const FamilyResolver& resolve) : resolve_(resolve) {}
+  Worker(const FamilyResolver& resolve, std::string host_timer) : resolve_(resolve), host_timer_(std::move(host_timer)) {}
   ~Worker() {
     bench_.reset();
     if (cupti_) {
@@ -195,7 +195,7 @@ class Worker {
     TimedRun run;
     if (backend_ == Backend::cpu) {
       CpuTimer t(p, config, dev_.threads);
-      run = sample_one_timer([&] { return TimedSample{t.sample_us(), "steady_clock"}; }, rule, incumbent, prior,
+      run = sample_one_timer([&] { return TimedSample{t.sample_us(), host_timer_}; }, rule, incumbent, prior,
                              prior_timer);
       r["batch"] = t.batch();
     } else {
@@ -230,6 +230,7 @@ class Worker {
   }
 
   const FamilyResolver& resolve_;
+  std::string host_timer_;
   const FamilyDesc* family_ = nullptr;
   Backend backend_ = Backend::cpu;
   int threads_ = 0;
@@ -247,8 +248,8 @@ class Worker {
 
 }  // namespace
 
-int worker_main(int in_fd, int out_fd, const FamilyResolver& resolve) {
-  Worker w(resolve);
+int worker_main(int in_fd, int out_fd, const FamilyResolver& resolve, const std::string& host_timer) {
+  Worker w(resolve, host_timer);
   LineReader in(in_fd);
   std::string line;
   while (in.next(line)) {

@@ -21,7 +21,8 @@ using FamilyResolver = std::function<const FamilyDesc&(const std::string&)>;
 const FamilyResolver& library_families();
 
 // Serves requests read from `in_fd`, answering on `out_fd`, until EOF or "exit". Returns the
-// process exit status.
-int worker_main(int in_fd, int out_fd, const FamilyResolver& resolve);
+// process exit status. `host_timer` names the clock of host-timed samples in the replies: an
+// engine's worker under Triton's interpreter says so, since those times are not a kernel's.
+int worker_main(int in_fd, int out_fd, const FamilyResolver& resolve, const std::string& host_timer = "steady_clock");
 
 }  // namespace moe::tuner
