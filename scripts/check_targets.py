@@ -4,7 +4,9 @@
 scripts/gpu-targets.sh runs each target's sweeps into DIR/<target id>/<sweep index>/ and
 scripts/peers.py writes DIR/peers.json; this reads them and prints one markdown row per target
 (measured, bound, met) and writes the same as JSON. Speed figures come only from these
-sweeps' results, never from tests.
+sweeps' results, never from tests. vs_best_peer targets read the sweep's own side-by-side of
+ours and the best peer it measured (results.json points[].side_by_side); a published figure
+stands in only where the target names one with its source, and is marked so.
 
 usage: check_targets.py DIR [--targets scripts/targets.json] [--out report.json] [--fail-on-miss]
 """
@@ -64,8 +66,36 @@ def stage_label(sweep):
     return sweep[0] + (f" {sweep[sweep.index('--stage') + 1]}" if "--stage" in sweep[:-1] else "")
 
 
+def side_by_side_at(target, docs, tokens):
+    """(value, detail, configs) of a vs_best_peer target: the best peer's median over the best of
+    ours at the sweep's point (its side_by_side, measured in the same sweep: same inputs, timer
+    and clocks), above 1 when ours is faster. Without a peer measured there, a published figure
+    the target names ("published": {"peer", "us", "source"}) stands in, marked as published;
+    without either the target is not judged."""
+    sweep, doc = target["sweeps"][0], docs[0]
+    points = [p for p in doc.get("points", []) if p.get("kernel") == sweep[0] and p.get("tokens") == tokens]
+    if not points:
+        return None, f"no {sweep[0]} point at tokens={tokens}", []
+    s = points[0].get("side_by_side")
+    if not isinstance(s, dict):
+        return None, "the results have no side-by-side fields (written by an older moebench)", []
+    ours, peer = s.get("ours"), s.get("peer")
+    ratio = s.get("peer_over_ours")
+    if isinstance(peer, dict) and isinstance(ours, dict) and isinstance(ratio, (int, float)):
+        return ratio, (f"{peer.get('name')} {peer['median_us']:.2f} us vs ours {ours['median_us']:.2f} us, "
+                       f"measured in the same sweep"), [ours.get("config_key", ""), peer.get("config_key", "")]
+    published = target.get("published")
+    if isinstance(ours, dict) and isinstance(published, dict) and published.get("us", 0) > 0:
+        return (published["us"] / ours["median_us"],
+                f"PUBLISHED figure, not measured here: {published.get('peer', 'peer')} {published['us']:.2f} us "
+                f"(source: {published['source']}) vs ours {ours['median_us']:.2f} us", [ours.get("config_key", "")])
+    return None, f"not judged: {s.get('note') or 'no ratio'} at tokens={tokens}", []
+
+
 def measure_at(target, docs, peers, tokens):
     metric = target["metric"]
+    if metric == "vs_best_peer":
+        return side_by_side_at(target, docs, tokens)
     picks = []
     for sweep, doc in zip(target["sweeps"], docs):
         rec = best(valid_records(doc, sweep[0], tokens))
@@ -127,7 +157,7 @@ def judge(target, value):
     return value >= target["min"]
 
 
-UNITS = {"median_us": " us", "tflops": " TFLOP/s", "x_sweep": "x", "layer_vs_stages": "x"}
+UNITS = {"median_us": " us", "tflops": " TFLOP/s", "x_sweep": "x", "layer_vs_stages": "x", "vs_best_peer": "x"}
 
 
 def unit_of(metric):
@@ -150,6 +180,11 @@ def main():
         spec = json.load(f)
     if spec.get("schema") != "moebench/targets@1":
         sys.exit(f"check_targets: {a.targets} is not a moebench/targets@1 file")
+    for t in spec["targets"]:
+        pub = t.get("published")
+        if pub is not None and (not isinstance(pub, dict) or not pub.get("source") or not pub.get("us", 0) > 0):
+            sys.exit(f"check_targets: target {t.get('id')}: a published figure needs its us and its source "
+                     "(\"published\": {\"peer\", \"us\", \"source\"}), so the report can say where it comes from")
     peers_path = os.path.join(a.dir, "peers.json")
     peers = {}
     if os.path.exists(peers_path):
@@ -172,6 +207,8 @@ def main():
                 device = device or docs[0].get("meta", {}).get("device")
                 row["commands"] = [d.get("meta", {}).get("command", "") for d in docs]
                 row["value"], row["detail"], row["configs"], complete = measure(t, docs, peers)
+                # A figure someone else published (other hardware, other clocks) says so in the report.
+                row["published"] = "PUBLISHED figure" in row["detail"]
                 met = judge(t, row["value"])
                 # Some token counts unmeasured: a miss among the others is still a miss.
                 row["met"] = met if complete or met is False else None

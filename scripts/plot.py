@@ -15,7 +15,12 @@ kernel family and problem in the file it writes three kinds of plot:
   space-<family>[-<problem>]-t<N>.png    every config timed at one token count, fastest first
                                          (the chosen one green, the default orange):
                                          N is --tokens, or the nearest measured count (log2
-                                         distance, ties to the smaller); default: the largest
+                                         distance, ties to the smaller); default: the largest;
+                                         a peer's config (cuBLAS, an engine's kernel) named and purple
+
+  Where the sweep measured peers, the time plot adds the best of ours and the best peer at each
+  token count (results.json points[].side_by_side), with peer us / ours us above the peer's
+  points; where it measured none, the plot says "no peer measured".
 
   axis-<family>-<axis>.png               for a sweep over problem axes (--experts 64,128,256 ...),
                                          per axis given several values: the chosen config's
@@ -116,7 +121,10 @@ def nearest_tokens(available, wanted):
 
 # The two series every per-family plot draws.
 SERIES_STYLES = {"best": dict(color="#1f77b4", marker="o", linestyle="-", label="chosen config"),
-                 "default": dict(color="#ff7f0e", marker="s", linestyle="--", label="default config")}
+                 "default": dict(color="#ff7f0e", marker="s", linestyle="--", label="default config"),
+                 "ours": dict(color="#2ca02c", marker="^", linestyle=":", label="best of ours"),
+                 "peer": dict(color="#9467bd", marker="D", linestyle="-.", label="best peer")}
+PEER_COLOR = "#9467bd"
 
 
 class Group:
@@ -126,6 +134,7 @@ class Group:
         self.kernel, self.problem_key, self.problem = kernel, problem_key, problem
         self.by_tokens = {}
         self.chosen = {}  # tokens -> the config key the sweep chose (what its table holds)
+        self.side = {}  # tokens -> the point's side_by_side: the best of ours, the best peer
 
     def add(self, r):
         self.by_tokens.setdefault(int(r.get("tokens", 0)), []).append(r)
@@ -144,6 +153,17 @@ class Group:
         default = next((r for r in recs if r.get("is_default")), None)
         return best, (default if default is not None and timed(default) else None)
 
+    def side_record(self, tokens, which):
+        """The record of the best of ours ("ours") or the best peer ("peer") at a token count."""
+        side = (self.side.get(tokens) or {}).get(which)
+        if not isinstance(side, dict):
+            return None
+        return next((r for r in self.by_tokens.get(tokens, []) if r.get("config_key") == side.get("config_key")
+                     and timed(r)), None)
+
+    def peer_names(self):
+        return sorted({s["peer"].get("name", "?") for s in self.side.values() if isinstance(s.get("peer"), dict)})
+
 
 def group_records(results):
     groups = {}
@@ -159,6 +179,9 @@ def group_records(results):
         group = groups.get((p.get("kernel", "?"), p.get("problem_key", ""))) if isinstance(chosen, dict) else None
         if group is not None and int(p.get("tokens", 0) or 0) > 0:
             group.chosen[int(p["tokens"])] = chosen.get("config_key")
+        group = groups.get((p.get("kernel", "?"), p.get("problem_key", ""))) if isinstance(p, dict) else None
+        if group is not None and isinstance(p.get("side_by_side"), dict) and int(p.get("tokens", 0) or 0) > 0:
+            group.side[int(p["tokens"])] = p["side_by_side"]
     return groups
 
 
@@ -223,10 +246,15 @@ class Plotter:
 
     def series(self, group, value):
         """(tokens, values, lows, highs) of the best and the default config."""
-        out = {"best": ([], [], [], []), "default": ([], [], [], [])}
+        out = {"best": ([], [], [], []), "default": ([], [], [], []), "ours": ([], [], [], []), "peer": ([], [], [], [])}
+        with_peers = bool(group.peer_names())
         for t in sorted(group.by_tokens):
             best, default = group.best_and_default(t)
-            for label, r in (("best", best), ("default", default)):
+            pairs = [("best", best), ("default", default)]
+            # Ours beside the best peer of the same sweep, where it measured one.
+            if with_peers:
+                pairs += [("ours", group.side_record(t, "ours")), ("peer", group.side_record(t, "peer"))]
+            for label, r in pairs:
                 if r is None:
                     continue
                 v = value(r)
@@ -250,10 +278,14 @@ class Plotter:
         if not data["best"][0]:
             return
         fig, ax = self.plt.subplots(figsize=(8, 5.2), layout="constrained")
-        for label, z in (("best", 3), ("default", 2)):
+        for label, z in (("best", 3), ("default", 2), ("ours", 4), ("peer", 4)):
             xs, ys, lo, hi = data[label]
             if xs:
-                ax.errorbar(xs, ys, yerr=[lo, hi], capsize=3, markersize=5, linewidth=1.5, zorder=z, **SERIES_STYLES[label])
+                style = dict(SERIES_STYLES[label])
+                if label == "peer":
+                    style["label"] = f"best peer ({', '.join(group.peer_names())})"
+                ax.errorbar(xs, ys, yerr=[lo, hi], capsize=3, markersize=5, linewidth=1.5, zorder=z, **style)
+        self.peer_ratios(ax, group, data)
         # The speed-up over the default, where there is one worth reading.
         dflt = dict(zip(data["default"][0], data["default"][1]))
         for t, y in zip(data["best"][0], data["best"][1]):
@@ -268,6 +300,19 @@ class Plotter:
         ax.legend(loc="upper left", fontsize=8)
         self.titles(fig, ax, f"{group.kernel}: time against tokens", group)
         self.save(fig, f"time-{group.kernel}{suffix}")
+
+    def peer_ratios(self, ax, group, data):
+        """peer us / ours us above each peer point; where no peer was measured, says so."""
+        for t, y in zip(data["peer"][0], data["peer"][1]):
+            ratio = (group.side.get(t) or {}).get("peer_over_ours")
+            if number(ratio):
+                ax.annotate(f"peer/ours {ratio:.2f}x", (t, y), textcoords="offset points", xytext=(0, 8), ha="center",
+                            fontsize=7, color=PEER_COLOR)
+        without = sorted(t for t in group.by_tokens if not isinstance((group.side.get(t) or {}).get("peer"), dict))
+        if group.side and without:
+            where = "" if len(without) == len(group.by_tokens) else " at T=" + ",".join(map(str, without))
+            ax.text(0.99, 0.01, f"no peer measured{where}", transform=ax.transAxes, ha="right", va="bottom",
+                    fontsize=7, color="#666666")
 
     def axis_plots(self, results):
         """Time (and % of peak on a GPU) against each axis of the sweep given several values."""
@@ -368,8 +413,8 @@ class Plotter:
         limit = 40
         shown, hidden = ok[:limit], len(ok) - limit
         default_key = next((r.get("config_key") for r in recs if r.get("is_default")), None)
-        labels = [label(r.get("config_key", "?") + (" (default)" if r.get("config_key") == default_key else ""))
-                  for r in shown]
+        labels = [label(r.get("config_key", "?") + (" (default)" if r.get("config_key") == default_key else "")
+                        + (f" [{r['peer']}]" if r.get("peer") else "")) for r in shown]
         labels += [label(f"{r.get('config_key', '?')} [{r.get('status') or 'not timed'}]") for r in bad[:10]]
         n = len(labels)
         rows = sum(1 + l.count("\n") * 0.6 for l in labels)
@@ -381,7 +426,8 @@ class Plotter:
         colors = []
         for r in shown:
             key = r.get("config_key")
-            colors.append("#2ca02c" if key == chosen else "#ff7f0e" if key == default_key else "#9e9e9e")
+            colors.append("#2ca02c" if key == chosen else "#ff7f0e" if key == default_key
+                          else PEER_COLOR if r.get("peer") else "#9e9e9e")
         ys = list(range(len(shown)))
         ax.barh(ys, med, xerr=[[m - a for m, a in zip(med, q1)], [b - m for m, b in zip(med, q3)]], color=colors,
                 capsize=2, error_kw=dict(elinewidth=0.8, ecolor="#333333"))
@@ -403,7 +449,8 @@ class Plotter:
         if len(bad) > 10:
             more += f"; {len(bad) - 10} more not timed"
         headline = (f"{group.kernel}: config space at {t} tokens{note}\n"
-                    f"{len(ok)} timed, {len(bad)} invalid or failed; green chosen, orange default{more}")
+                    f"{len(ok)} timed, {len(bad)} invalid or failed; green chosen, orange default"
+                    f"{', purple a peer [named]' if any(r.get('peer') for r in shown) else ''}{more}")
         fig.suptitle(f"{headline}\n{self.device}", fontsize=10)
         problem = "\n".join(textwrap.wrap(", ".join(group.problem_key.split(",")), 120))
         fig.supxlabel(problem or "(no problem parameters)", fontsize=7.5, color="#444444")

@@ -46,6 +46,9 @@ json WorkerEvaluator::base_line(const Candidate& c, int round) const {
     line["resolved_config"] = params_to_json(it->second.config);
     line["config_source"] = it->second.source;
   }
+  // A vendor library's or an engine's kernel: the summary puts the best of ours beside it.
+  if (const BackendImpl* impl = pt_.family->backend(s_.o.backend))
+    if (const std::string peer = peer_of(*impl, run_config(c)); !peer.empty()) line["peer"] = peer;
   return line;
 }
 

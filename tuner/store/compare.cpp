@@ -57,6 +57,43 @@ static std::vector<std::string> setting_differences(const json& base, const json
   return diffs;
 }
 
+static std::string point_key(const json& p) {
+  return p.value("kernel", "") + "|" + p.value("problem_key", "") + "|" + std::to_string(p.value("tokens", 0LL));
+}
+
+// The side-by-side ratio of a point, or null when it has none.
+static const json* peer_ratio(const json& p) {
+  if (!p.contains("side_by_side")) return nullptr;
+  const json& s = p["side_by_side"];
+  return s.value("peer_over_ours", json()).is_number() && s.value("peer", json()).is_object() ? &s : nullptr;
+}
+
+static std::vector<PeerRow> peer_rows(const json& base, const json& now) {
+  // Pointers into the files' own points: json::value would hand out a copy that dies here.
+  static const json none = json::array();
+  const json& base_points = base.contains("points") ? base["points"] : none;
+  const json& now_points = now.contains("points") ? now["points"] : none;
+  std::map<std::string, const json*> n;
+  for (auto& p : now_points)
+    if (const json* s = peer_ratio(p)) n[point_key(p)] = s;
+  std::vector<PeerRow> rows;
+  for (auto& p : base_points) {
+    const json* b = peer_ratio(p);
+    auto it = n.find(point_key(p));
+    if (!b || it == n.end()) continue;
+    PeerRow r;
+    r.kernel = p.value("kernel", "");
+    r.problem_key = p.value("problem_key", "");
+    r.tokens = p.value("tokens", 0LL);
+    r.base_peer = (*b)["peer"].value("name", "");
+    r.now_peer = (*it->second)["peer"].value("name", "");
+    r.base_ratio = (*b)["peer_over_ours"].get<double>();
+    r.now_ratio = (*it->second)["peer_over_ours"].get<double>();
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
 CompareReport compare_results(const json& base, const json& now, double threshold) {
   std::map<std::string, const json*> b, n;
   std::vector<std::string> order;
@@ -104,6 +141,7 @@ CompareReport compare_results(const json& base, const json& now, double threshol
   for (auto& [k, r] : n) rep.only_new += b.count(k) ? 0 : 1;
   rep.geomean = logs ? std::exp(log_sum / logs) : 1.0;
   rep.setting_differences = setting_differences(base, now);
+  rep.peers = peer_rows(base, now);
   return rep;
 }
 
@@ -161,6 +199,14 @@ std::string compare_markdown(const CompareReport& r, double threshold) {
                       row.config_key, row.base.median_us,
                       row.v == Verdict::broken ? std::string("-") : fmt::format("{:.3f}", row.now.median_us), change,
                       verdict_name(row.v));
+  }
+  if (!r.peers.empty()) {
+    md += "\nOurs beside the best peer (peer us / ours us: above 1 ours is faster):\n\n"
+          "| kernel | problem | tokens | best peer | base | new |\n|---|---|---:|---|---:|---:|\n";
+    for (auto& p : r.peers)
+      md += fmt::format("| {} | {} | {} | {} | {:.2f}x | {:.2f}x |\n", p.kernel, label(p.problem_key), p.tokens,
+                        p.base_peer == p.now_peer ? p.base_peer : p.base_peer + " / " + p.now_peer, p.base_ratio,
+                        p.now_ratio);
   }
   if (!problems.empty()) md += "\n";
   for (std::size_t i = 0; i < problems.size(); ++i) md += fmt::format("- p{}: {}\n", i + 1, problems[i]);

@@ -7,7 +7,8 @@
 //   SLOW / FAST  they differ by more and the ranges are apart
 // A record that was ok in BASE and is not in NEW is BROKEN. When the records carry the values
 // of a sweep's problem axes (their problem keys hold them, so matched records share them), the
-// report adds the geometric mean and verdicts per axis value.
+// report adds the geometric mean and verdicts per axis value. Points that both files measured
+// beside a peer add a small table of the two ratios of the peer's time to ours.
 #include <string>
 #include <vector>
 
@@ -30,8 +31,16 @@ struct CompareRow {
   std::vector<std::pair<std::string, std::string>> axes;  // the base record's axis values, if it has any
 };
 
+// A point both files put beside a peer (their points' side_by_side): the ratio in each.
+struct PeerRow {
+  std::string kernel, problem_key, base_peer, now_peer;
+  long long tokens = 0;
+  double base_ratio = 0, now_ratio = 0;  // peer us / ours us: above 1 ours is faster
+};
+
 struct CompareReport {
   std::vector<CompareRow> rows;
+  std::vector<PeerRow> peers;
   int only_base = 0, only_new = 0;
   double geomean = 1;  // of the ratios of matched ok pairs
   // "timer: steady_clock vs cupti": measurement settings that differ between the two files, so

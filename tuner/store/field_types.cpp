@@ -10,7 +10,8 @@ namespace {
 // strings, N array of numbers, c a choice (point: winner, runner_up, default, chosen), t the
 // meta's timer, A a point's problem axes ({name: value} of strings), L the axes of a sweep
 // ([{name, values: [strings]}]), P a journal header's plan (its axes an L, its units' an A),
-// H a header's shard ({index, count} integers), R a header's settings (its rule an object).
+// H a header's shard ({index, count} integers), R a header's settings (its rule an object), Y a
+// point's side_by_side (ours and peer each a choice or null, peer_over_ours a number or null).
 using Kinds = std::map<std::string, char>;
 
 const Kinds& kinds(FieldSet set) {
@@ -30,16 +31,17 @@ const Kinds& kinds(FieldSet set) {
                                      {"budget_hit", 'b'}, {"is_default", 'b'}, {"retry", 'b'}, {"samples_us", 'N'},
                                      {"validation", 'O'}, {"plan", 'P'}, {"settings", 'R'}, {"problem", 'o'},
                                      {"config", 'O'}, {"resolved_config", 'O'}, {"config_source", 'O'},
-                                     {"axes", 'A'}, {"skipped", 'b'}, {"shard", 'H'}});
+                                     {"axes", 'A'}, {"skipped", 'b'}, {"shard", 'H'}, {"peer", 's'}});
   static const Kinds record = with({{"timer", 's'}, {"tokens", 'i'}, {"rounds", 'i'}, {"stats", 'o'},
                                     {"is_default", 'b'}, {"early_stop", 'b'}, {"validation", 'O'}, {"problem", 'O'},
                                     {"config", 'O'}, {"resolved_config", 'O'}, {"config_source", 'O'}, {"gbps", 'n'},
-                                    {"tflops", 'n'}, {"pct_peak", 'n'}, {"axes", 'A'}});
+                                    {"tflops", 'n'}, {"pct_peak", 'n'}, {"axes", 'A'}, {"peer", 's'}});
   static const Kinds point = with({{"tokens", 'i'}, {"point_index", 'i'}, {"evaluated", 'i'}, {"total", 'i'},
                                    {"rounds", 'i'}, {"timed", 'i'}, {"not_usable", 'i'}, {"budget_hit", 'b'},
                                    {"kept_default", 'b'}, {"speedup_vs_default", 'r'}, {"gbps", 'n'}, {"tflops", 'n'},
                                    {"pct_peak", 'n'}, {"winner", 'c'}, {"runner_up", 'c'}, {"default", 'c'},
-                                   {"chosen", 'c'}, {"axes", 'A'}, {"skipped", 'b'}});
+                                   {"chosen", 'c'}, {"axes", 'A'}, {"skipped", 'b'}, {"side_by_side", 'Y'},
+                                   {"fastest_not_dispatchable", 'c'}});
   static const Kinds meta = with({{"device_slug", 's'}, {"strategy", 's'}, {"version", 's'}, {"git", 's'},
                                   {"command", 's'}, {"results_path", 's'}, {"cuda_runtime", 's'}, {"driver", 's'},
                                   {"wall_s", 'r'}, {"copy_bw_gbps", 'r'}, {"sm_count", 'i'}, {"seed", 'i'},
@@ -70,6 +72,7 @@ const char* kind_name(char k) {
     case 'P': return "an object whose axes are a list of {name, values} and whose units are objects";
     case 'H': return "an object with integer index and count";
     case 'R': return "an object whose rule is an object";
+    case 'Y': return "an object whose ours and peer are null or objects with config, config_key and median_us";
     default: return "a list";
   }
 }
@@ -113,6 +116,7 @@ bool fits(const json& v, char k) {
       if (v.contains("config_key") && !v["config_key"].is_string()) return false;
       if (v.contains("median_us") && !v["median_us"].is_number()) return false;
       if (v.contains("resolved_config") && !v["resolved_config"].is_object()) return false;
+      if (v.contains("peer") && !v["peer"].is_string()) return false;
       if (v.contains("stats") && (!v["stats"].is_object() || !v["stats"].value("median_us", json(0.0)).is_number()))
         return false;
       return !v.contains("config") || v["config"].is_object();
@@ -134,6 +138,17 @@ bool fits(const json& v, char k) {
       return v.is_object() && (!v.contains("index") || v["index"].is_number_integer()) &&
              (!v.contains("count") || v["count"].is_number_integer());
     case 'R': return v.is_null() || (v.is_object() && (!v.contains("rule") || v["rule"].is_object()));
+    case 'Y':
+      if (!v.is_object()) return false;
+      for (const char* side : {"ours", "peer"}) {
+        if (!v.contains(side) || v[side].is_null()) continue;
+        const json& c = v[side];
+        if (!fits(c, 'c') || (c.contains("name") && !c["name"].is_string()) ||
+            (c.contains("backend") && !c["backend"].is_string()))
+          return false;
+      }
+      return (!v.contains("peer_over_ours") || v["peer_over_ours"].is_number() || v["peer_over_ours"].is_null()) &&
+             (!v.contains("note") || v["note"].is_string());
     default: return v.is_array();
   }
 }

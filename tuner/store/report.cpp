@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tuner/base/units.hpp"
+#include "tuner/store/side_by_side.hpp"
 
 namespace moe::tuner {
 
@@ -162,6 +163,31 @@ std::string emu_summary(const json& results) {
   return md;
 }
 
+// Per point of one group: the best of ours beside the best peer measured in the same sweep.
+template <class ConfigText>
+std::string side_by_side_table(const std::vector<const json*>& points, const ConfigText& config_text) {
+  std::string md = "\nOurs beside the best peer (peer us / ours us: above 1 ours is faster):\n\n"
+                   "| tokens | best of ours | ours us | best peer | peer config | peer us | peer us / ours us |\n"
+                   "|---:|---|---:|---|---|---:|---:|\n";
+  for (const json* p : points) {
+    if (!p->contains("side_by_side")) continue;
+    const json& s = (*p)["side_by_side"];
+    const json ours = s.value("ours", json()), peer = s.value("peer", json());
+    const std::string ours_cfg = ours.is_object() ? config_text(ours, "") : "none of ours measured";
+    const std::string ours_us = ours.is_object() ? num(ours, "median_us", "{:.3f}") : "-";
+    if (!peer.is_object()) {
+      md += fmt::format("| {} | {} | {} | {} | - | - | - |\n", p->value("tokens", 0), ours_cfg, ours_us, kNoPeerMeasured);
+      continue;
+    }
+    const std::string ratio = s.value("peer_over_ours", json()).is_number()
+                                  ? fmt::format("{:.2f}x", s["peer_over_ours"].get<double>())
+                                  : "- (" + s.value("note", std::string("not comparable")) + ")";
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", p->value("tokens", 0), ours_cfg, ours_us,
+                      peer.value("name", std::string("?")), config_text(peer, ""), num(peer, "median_us", "{:.3f}"), ratio);
+  }
+  return md;
+}
+
 }  // namespace
 
 std::string markdown_summary(const json& results, std::size_t config_width) {
@@ -212,6 +238,22 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
     groups[k].push_back(&p);
   }
   bool cut = false, above_peak = false;
+  // A config as the tables show it: the layer's stages as they ran, abbreviated to the width.
+  const auto config_text = [&](const json& c, const std::string& note) {
+    const bool resolved = c.contains("resolved_config") && c["resolved_config"].is_object();
+    const json asked = c.value("config", json::object());
+    std::string cfg = (resolved ? resolved_text(c["resolved_config"], asked, false) : c.value("config_key", "")) + note;
+    if (config_width > 3 && cfg.size() > config_width) {
+      cfg = (resolved ? resolved_text(c["resolved_config"], asked, true) : initials(c.value("config_key", ""))) + note;
+      if (cfg.size() > config_width) cfg = cfg.substr(0, config_width - 3) + "...";
+      cut = true;
+    }
+    return cfg;
+  };
+  bool any_peer = false;
+  for (auto& p : results["points"])
+    any_peer = any_peer || (p.contains("side_by_side") && p["side_by_side"].value("peer", json()).is_object());
+  if (!any_peer && !results["points"].empty()) md += std::string("- peers: ") + kNoPeerMeasured + " at any point (only moebench's own configs ran)\n";
   for (auto& k : order) {
     md += "\n## " + k + "\n\n";
     // No % of peak column on the cpu backend: there is no peak it would be a fraction of.
@@ -223,7 +265,10 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
       if (!p->contains("chosen")) {
         md += fmt::format("| {} | {} | - | - | - | - | {}{} |\n", p->value("tokens", 0),
                           p->contains("error") ? (p->value("skipped", false) ? "skipped: " : "error: ") + (*p)["error"].get<std::string>()
-                                               : std::string("no valid config"),
+                          : p->contains("fastest_not_dispatchable")
+                              ? "no config runtime dispatch can call (the fastest, " +
+                                    (*p)["fastest_not_dispatchable"].value("config_key", "") + ", runs in another backend)"
+                              : std::string("no valid config"),
                           cpu ? "" : "- | ", counts);
         continue;
       }
@@ -233,13 +278,14 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
       std::string note;
       if (p->value("kept_default", false)) note = " (default kept: winner within noise)";
       else if (!resolved && p->contains("default") && (*p)["default"].value("config_key", "") == key) note = " (default)";
-      const json asked = c.value("config", json::object());
-      std::string cfg = (resolved ? resolved_text(c["resolved_config"], asked, false) : key) + note;
-      if (config_width > 3 && cfg.size() > config_width) {
-        cfg = (resolved ? resolved_text(c["resolved_config"], asked, true) : initials(key)) + note;
-        if (cfg.size() > config_width) cfg = cfg.substr(0, config_width - 3) + "...";
-        cut = true;
+      if (c.contains("peer")) note += " [" + c["peer"].get<std::string>() + "]";
+      if (p->contains("fastest_not_dispatchable")) {
+        const json& f = (*p)["fastest_not_dispatchable"];
+        note += fmt::format(" (faster: {}{} at {}, which runtime dispatch cannot call)", f.value("config_key", ""),
+                            f.contains("peer") ? " [" + f["peer"].get<std::string>() + "]" : std::string(),
+                            num(f, "median_us", "{:.3f} us"));
       }
+      std::string cfg = config_text(c, note);
       std::string pct = num(*p, "pct_peak", "{:.1f}");
       if (p->contains("pct_peak") && (*p)["pct_peak"].is_number() && (*p)["pct_peak"].get<double>() > 100) {
         pct += " (cache)";
@@ -249,6 +295,7 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
                         num(c, "median_us", "{:.3f}"), num(*p, "speedup_vs_default", "{:.2f}x"), num(*p, "gbps", "{:.1f}"),
                         num(*p, "tflops", "{:.2f}"), cpu ? "" : pct + " | ", counts);
     }
+    if (any_peer) md += side_by_side_table(groups[k], config_text);
   }
   md += axis_tables(results);
   if (above_peak)

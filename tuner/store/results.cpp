@@ -17,6 +17,7 @@
 #include "moe/error.hpp"
 #include "tuner/base/temp_file.hpp"
 #include "tuner/store/field_types.hpp"
+#include "tuner/store/side_by_side.hpp"
 
 namespace fs = std::filesystem;
 
@@ -35,6 +36,20 @@ struct Acc {
 };
 
 double rate(double amount, double median_us) { return median_us > 0 ? amount / (median_us * 1e-6) : 0; }
+
+// The fastest record with status ok that runtime dispatch can run, timed by `timer` (any when
+// empty), other than `besides`; null when there is none.
+const json* fastest_callable(const std::vector<const json*>& records, const std::string& timer, const json* besides) {
+  const json* best = nullptr;
+  for (const json* r : records) {
+    if (r == besides || r->value("status", "") != "ok" || !runtime_can_call(*r)) continue;
+    if (!timer.empty() && r->value("timer", "") != timer) continue;
+    const json& s = r->value("stats", json::object());
+    if (!s.is_object() || !s.value("median_us", json()).is_number()) continue;
+    if (!best || s["median_us"].get<double>() < (*best)["stats"]["median_us"].get<double>()) best = r;
+  }
+  return best;
+}
 
 }  // namespace
 
@@ -80,7 +95,9 @@ json build_results(const JournalContents& jr, const json& meta) {
     const std::string pkey = f.value("point", "");
     json r;
     r["kernel"] = f.value("kernel", "");
-    r["backend"] = h.value("backend", "");
+    // An eval line names its backend where another backend's worker ran the config (an engine's
+    // kernel beside ours); else the sweep's.
+    r["backend"] = f.value("backend", h.value("backend", ""));
     r["device"] = h.value("device", "");
     json problem = f.value("problem", json::object());
     r["tokens"] = f.value("tokens", 0);
@@ -94,6 +111,7 @@ json build_results(const JournalContents& jr, const json& meta) {
     for (const char* k : {"resolved_config", "config_source"})
       if (f.contains(k)) r[k] = f[k];
     r["is_default"] = f.value("is_default", false);
+    if (!f.value("peer", "").empty()) r["peer"] = f["peer"];
     r["status"] = a.status;
     if (!a.error.empty()) r["error"] = a.error;
     r["validation"] = a.validation;
@@ -161,14 +179,31 @@ json build_results(const JournalContents& jr, const json& meta) {
       json b{{"config", r["config"]}, {"config_key", r["config_key"]}, {"median_us", r["stats"]["median_us"]},
              {"stats", r["stats"]}};
       if (r.contains("resolved_config")) b["resolved_config"] = r["resolved_config"];
+      if (r.contains("peer")) b["peer"] = r["peer"];
       return b;
     };
     const json *w = rec("winner"), *ru = rec("runner_up"), *d = rec("default");
     if (d) p["default"] = brief(*d);
     for (const char* k : {"ranked_timer", "unranked_other_timer"})
       if (pl.contains(k)) p[k] = pl[k];
+    std::vector<const json*> point_records;
+    for (auto& [ck, r] : recs) point_records.push_back(&r);
+    p["side_by_side"] = side_by_side(point_records);
+    if (w) p["winner"] = brief(*w);
+    // The tables ship the fastest correct config whoever wrote it, of those runtime dispatch can
+    // run: a faster engine kernel it cannot call is named beside the choice, never chosen.
+    if (w && !runtime_can_call(*w)) {
+      json n = brief(*w);
+      n["backend"] = (*w)["backend"];
+      p["fastest_not_dispatchable"] = std::move(n);
+      const std::string timer = w->value("timer", "");
+      w = fastest_callable(point_records, timer, nullptr);
+      if (!w) w = fastest_callable(point_records, "", nullptr);
+      if (w && (!ru || ru == w || !runtime_can_call(*ru))) ru = fastest_callable(point_records, w->value("timer", ""), w);
+    } else if (w && ru && !runtime_can_call(*ru)) {
+      ru = fastest_callable(point_records, w->value("timer", ""), w);
+    }
     if (w) {
-      p["winner"] = brief(*w);
       const json* chosen = w;
       const json* second = ru;
       bool kept = false;

@@ -1,0 +1,99 @@
+"""scripts/check_targets.py judging "ours >= the best peer" (vs_best_peer) from the side-by-side
+fields of results.json: met, missed, and not judged where the sweep measured no peer; a
+published figure stands in only with its source, and is marked published."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_targets.py"
+
+
+def point(tokens, ours_us, peer_us=None, peer="cuBLAS"):
+    s = {"ours": {"config": {"block_m": 64}, "config_key": "block_m=64", "median_us": ours_us}, "peer": None,
+         "peer_over_ours": None}
+    if peer_us is None:
+        s["note"] = "no peer measured"
+    else:
+        s["peer"] = {"name": peer, "config": {"lib": 1}, "config_key": "lib=1", "median_us": peer_us, "backend": "cuda"}
+        s["peer_over_ours"] = peer_us / ours_us
+    return {"kernel": "gmm", "problem_key": "p", "tokens": tokens, "side_by_side": s}
+
+
+def write_sweep(path, points):
+    path.mkdir(parents=True)
+    doc = {"schema": "moebench/results@1", "meta": {"device": "test"}, "records": [], "points": points}
+    (path / "results.json").write_text(json.dumps(doc))
+
+
+def judge(tmp_path, targets, sweeps, extra=()):
+    for tid, points in sweeps.items():
+        write_sweep(tmp_path / "out" / tid / "0", points)
+    spec = tmp_path / "targets.json"
+    spec.write_text(json.dumps({"schema": "moebench/targets@1", "targets": targets}))
+    r = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "out"), "--targets", str(spec), *extra],
+                       capture_output=True, text=True)
+    out = tmp_path / "out" / "targets-report.json"
+    report = json.loads(out.read_text()) if out.exists() else None
+    return r, {row["id"]: row for row in report["targets"]} if report else {}
+
+
+def target(tid, tokens, **kw):
+    return {"id": tid, "issue": "peers", "name": tid, "sweeps": [["gmm", "--stage", "up"]], "tokens": tokens,
+            "metric": "vs_best_peer", "min": 1.0, **kw}
+
+
+def test_met_missed_and_unjudged(tmp_path):
+    r, rows = judge(tmp_path, [target("met", [1, 16]), target("missed", [1, 16]), target("peerless", 8192),
+                               target("partly", [1, 16])],
+                    {"met": [point(1, 2.0, 3.0), point(16, 4.0, 4.4)],             # 1.5x, 1.1x
+                     "missed": [point(1, 2.0, 3.0), point(16, 4.0, 3.0, "vLLM Triton")],  # 0.75x at T=16
+                     "peerless": [point(8192, 100.0)],
+                     "partly": [point(1, 2.0, 3.0), point(16, 4.0)]})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert rows["met"]["met"] is True
+    assert rows["met"]["value"] == pytest.approx(1.1)
+    assert "cuBLAS 4.40 us vs ours 4.00 us, measured in the same sweep" in rows["met"]["detail"]
+    assert rows["met"]["configs"] == ["block_m=64", "lib=1"]
+    assert rows["missed"]["met"] is False
+    assert rows["missed"]["value"] == pytest.approx(0.75)
+    assert "vLLM Triton" in rows["missed"]["detail"]
+    assert rows["peerless"]["met"] is None
+    assert rows["peerless"]["value"] is None
+    assert "not judged: no peer measured at tokens=8192" in rows["peerless"]["detail"]
+    # Measured at one token count and met there: not judged as a whole, the missing count named.
+    assert rows["partly"]["met"] is None
+    assert "not judged at 1 of 2 token counts (T=16: not judged: no peer measured" in rows["partly"]["detail"]
+    assert ">= 1.0x" in r.stdout and "1.10x" in r.stdout
+    assert not any(row["published"] for row in rows.values())
+
+
+def test_a_published_figure_is_marked_and_needs_its_source(tmp_path):
+    published = {"peer": "SGLang Triton", "us": 150.0, "source": "https://example.org/bench"}
+    r, rows = judge(tmp_path, [target("pub", 8192, published=published)], {"pub": [point(8192, 100.0)]})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert rows["pub"]["met"] is True
+    assert rows["pub"]["value"] == pytest.approx(1.5)
+    assert rows["pub"]["published"] is True
+    assert "PUBLISHED figure, not measured here" in rows["pub"]["detail"]
+    assert "source: https://example.org/bench" in rows["pub"]["detail"]
+    # A peer measured in the sweep is preferred to the published figure.
+    r, rows = judge(tmp_path / "again", [target("pub", 8192, published=published)], {"pub": [point(8192, 100.0, 90.0)]})
+    assert rows["pub"]["value"] == pytest.approx(0.9)
+    assert rows["pub"]["published"] is False
+    # Without its source a published figure is refused.
+    r, _ = judge(tmp_path / "nosource", [target("pub", 8192, published={"us": 150.0})], {"pub": [point(8192, 100.0)]})
+    assert r.returncode != 0
+    assert "needs its us and its source" in r.stderr
+
+
+def test_results_without_side_by_side_are_not_judged(tmp_path):
+    old = point(1, 2.0)
+    del old["side_by_side"]
+    r, rows = judge(tmp_path, [target("old", 1)], {"old": [old]})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert rows["old"]["met"] is None
+    assert "no side-by-side fields" in rows["old"]["detail"]
