@@ -105,5 +105,21 @@ GMM_DEVICE void store_i32x4(std::int32_t* p, int a, int b, int c, int d) {
   *reinterpret_cast<int4*>(p) = make_int4(a, b, c, d);
 }
 GMM_DEVICE std::uint32_t umulhi(std::uint32_t a, std::uint32_t b) { return __umulhi(a, b); }
+// Eight 16-bit elements, one 16-byte access (rows are multiples of 8 elements, 16-byte aligned).
+struct Vec8 {
+  std::uint16_t v[8];
+};
+GMM_DEVICE Vec8 load_vec8(const std::uint16_t* p) {
+  const uint4 r = *reinterpret_cast<const uint4*>(p);
+  return *reinterpret_cast<const Vec8*>(&r);
+}
+GMM_DEVICE void store_vec8(std::uint16_t* p, const Vec8& v) {
+  *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&v);
+}
+template <bool BF16>
+GMM_DEVICE float to_f32(std::uint16_t bits) {
+  if constexpr (BF16) return __bfloat162float(__ushort_as_bfloat16(bits));
+  else return __half2float(__ushort_as_half(bits));
+}
 
 }  // namespace moe::gmm::cuda

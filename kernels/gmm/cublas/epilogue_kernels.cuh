@@ -15,24 +15,6 @@
 
 namespace moe::gmm::GMM_KERNEL_NAMESPACE::lib {
 
-#ifndef GMM_EMULATED_PRIMITIVES
-// Eight 16-bit elements, one 16-byte access (the emulator's primitives have their own).
-struct Vec8 {
-  std::uint16_t v[8];
-};
-GMM_DEVICE Vec8 load_vec8(const std::uint16_t* p) {
-  const uint4 r = *reinterpret_cast<const uint4*>(p);
-  return *reinterpret_cast<const Vec8*>(&r);
-}
-GMM_DEVICE void store_vec8(std::uint16_t* p, const Vec8& v) {
-  *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&v);
-}
-template <bool BF16>
-GMM_DEVICE float to_f32(std::uint16_t bits) {
-  if constexpr (BF16) return __bfloat162float(__ushort_as_bfloat16(bits));
-  else return __half2float(__ushort_as_half(bits));
-}
-#endif
 
 constexpr int kThreads = 256;
 

@@ -10,24 +10,6 @@
 #ifndef GMM_EMULATED_PRIMITIVES
 #include "gmm/cuda_primitives.cuh"
 #define GMM_KERNEL_NAMESPACE cuda
-namespace moe::gmm::cuda {
-// Eight 16-bit elements, one 16-byte access (rows are multiples of 8 elements, 16-byte aligned).
-struct Vec8 {
-  std::uint16_t v[8];
-};
-GMM_DEVICE Vec8 load_vec8(const std::uint16_t* p) {
-  const uint4 r = *reinterpret_cast<const uint4*>(p);
-  return *reinterpret_cast<const Vec8*>(&r);
-}
-GMM_DEVICE void store_vec8(std::uint16_t* p, const Vec8& v) {
-  *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&v);
-}
-template <bool BF16>
-GMM_DEVICE float to_f32(std::uint16_t bits) {
-  if constexpr (BF16) return __bfloat162float(__ushort_as_bfloat16(bits));
-  else return __half2float(__ushort_as_half(bits));
-}
-}  // namespace moe::gmm::cuda
 #endif
 
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
