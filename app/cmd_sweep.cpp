@@ -108,7 +108,7 @@ void refuse_interpreted_bf16(const std::vector<tuner::SweepUnit>& units, const s
   for (const tuner::SweepUnit& u : units)
     if (u.skip.empty() && u.problem.has("dtype") && u.problem.s("dtype") == "bf16")
       throw Error("--backend " + engine + " without a GPU runs the engine's kernel under Triton's interpreter, which "
-                  "computes tl.dot of bf16 operands wrongly: give --dtype f16 there (bf16 needs a GPU)");
+                  "computes tl.dot of bf16 operands wrongly: give --dtype f16 or fp8 there (bf16 needs a GPU)");
 }
 
 void run(const CLI::App& cmd, const SweepArgs& a) {
@@ -131,7 +131,11 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   else refuse_for_cpu(cmd, "--devices", "names the GPUs to sweep on", backend);
   if (backend == Backend::emu && a.what != "all" && !family(a.what).backend(backend)) throw Error(no_emu_reason(family(a.what)));
   o.axes = multi_axes(a.problem);
-  if (a.what == "all" || a.what == "moe-layer") {
+  if (engine) {
+    // The engine's layer is one kernel config (the engine's) over the whole layer: no stage tables first.
+    for (ProblemChoice& c : problem_choices(peers::engine_family(*engine, a.what), a.problem, true))
+      o.units.push_back({&peers::engine_family(*engine, a.what), c.problem, c.axes, c.skip, {}});
+  } else if (a.what == "all" || a.what == "moe-layer") {
     std::vector<std::string> warnings;
     for (ProblemChoice& c : problem_choices(family("moe-layer"), a.problem, false)) {
       if (!c.skip.empty()) {
@@ -146,9 +150,6 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
     std::sort(warnings.begin(), warnings.end());
     warnings.erase(std::unique(warnings.begin(), warnings.end()), warnings.end());
     for (auto& w : warnings) fmt::print(stderr, "moebench: warning: {}\n", w);
-  } else if (engine) {
-    for (ProblemChoice& c : problem_choices(peers::engine_family(*engine, a.what), a.problem, true))
-      o.units.push_back({&peers::engine_family(*engine, a.what), c.problem, c.axes, c.skip, {}});
   } else {
     bool strict = false;
     for (const FamilyDesc* f : sweep_targets(a.what, backend, strict))
@@ -288,7 +289,7 @@ void add_sweep_command(CLI::App& root) {
   add_problem_options(*cmd, a->problem, "default");
   cmd->add_option("--backend", a->backend,
                   "cpu | cuda | emu | vllm | sglang (default: cuda when a GPU is visible). vllm and sglang tune the "
-                  "engine's Triton fused_moe kernel (gmm only; without a GPU under Triton's interpreter). emu validates every config of the cuda "
+                  "engine's Triton fused_moe kernel (gmm: its up and down GEMMs; moe-layer: the layer the engine runs with it; without a GPU under Triton's interpreter). emu validates every config of the cuda "
                   "space for an H100 under the emulator, exhaustively, times nothing and writes no tables. " +
                       emu_help());
   cmd->add_option("--devices", a->devices, "GPUs to use, one worker each: all | 0,1,...")->default_str("all");

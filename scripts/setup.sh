@@ -100,7 +100,7 @@ if [ -z "${MOEBENCH_NO_TORCH:-}" ] && [ ! -f "$torch_stamp" ]; then
 fi
 
 # The engines' Triton fused_moe kernels for the peers' tests (scripts/engine-wheels.txt): of each
-# wheel only the kernel's source file and the package metadata are unpacked, into $deps/engines
+# wheel only the kernel's source file, the engine's config-file loader and the package metadata are unpacked, into $deps/engines
 # (its own folder: a test takes it off the path to see the engine missing; moebench reads the
 # kernel without importing the engine, docs/migrating.md). Without them the tests use moebench's
 # stand-in with the same calling convention, and say so.
@@ -109,16 +109,18 @@ while read -r spec _; do
   case "$spec" in ''|'#'*) continue ;; esac
   engine_wheels+=("$spec")
 done < "$root/scripts/engine-wheels.txt"
-engine_stamp="$deps/engines/.unpacked-$(printf '%s\n' "${engine_wheels[@]}" | cksum | cut -d' ' -f1)"
+# The files kept of each wheel: the kernel, the engine's own config-file loader, the metadata.
+engine_keep="/fused_moe/fused_moe.py /fused_moe_triton_kernels.py /fused_moe_triton_config.py .dist-info/METADATA"
+engine_stamp="$deps/engines/.unpacked-$(printf '%s\n' "${engine_wheels[@]}" "$engine_keep" | cksum | cut -d' ' -f1)"
 if [ -z "${MOEBENCH_NO_TORCH:-}" ] && [ ! -f "$engine_stamp" ]; then
   echo "setup: fetching the engines' Triton kernels (scripts/engine-wheels.txt) into $deps/engines"
   rm -rf "$deps/wheels/engines" "$deps/engines" && mkdir -p "$deps/engines"
   if python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: "${engine_wheels[@]}" \
       -d "$deps/wheels/engines"; then
-    python3 - "$deps/wheels/engines" "$deps/engines" <<'PY'
+    python3 - "$deps/wheels/engines" "$deps/engines" $engine_keep <<'PY'
 import sys, zipfile, pathlib
 src, dest = pathlib.Path(sys.argv[1]), sys.argv[2]
-keep = ("/fused_moe/fused_moe.py", "/fused_moe_triton_kernels.py", ".dist-info/METADATA")
+keep = tuple(sys.argv[3:])
 for whl in sorted(src.glob("*.whl")):
     with zipfile.ZipFile(whl) as z:
         z.extractall(dest, [n for n in z.namelist() if n.endswith(keep)])

@@ -45,10 +45,20 @@ std::vector<Params> triton_space(const Params& problem, const DeviceInfo& dev) {
 }
 
 Params triton_default(const Params& problem) {
-  // The engines' rule for unquantized weights, by token count M.
   const std::int64_t m = problem.i("tokens");
   const std::int64_t experts = problem.i("experts");
   Params c;
+  if (problem.has("dtype") && problem.s("dtype") == "fp8") {
+    // vLLM's rule for block-scaled fp8 (block_shape [128, 128]) on CUDA, by token count M.
+    c.set("BLOCK_SIZE_M", std::int64_t{m <= 64 ? 16 : 64});
+    c.set("BLOCK_SIZE_N", std::int64_t{m <= 8 ? 64 : 128});
+    c.set("BLOCK_SIZE_K", std::int64_t{128});
+    c.set("GROUP_SIZE_M", std::int64_t{m <= 16 ? 1 : 32});
+    c.set("num_warps", std::int64_t{4});
+    c.set("num_stages", std::int64_t{m <= 4 ? 4 : 3});
+    return c;
+  }
+  // The engines' rule for unquantized weights, by token count M.
   c.set("BLOCK_SIZE_M", m <= 32 ? 16 : m <= 96 ? 32 : m <= 512 ? 64 : 128);
   c.set("BLOCK_SIZE_N", std::int64_t{m <= 64 ? 64 : 128});
   c.set("BLOCK_SIZE_K", std::int64_t{m <= 64 ? 128 : 64});
@@ -60,8 +70,11 @@ Params triton_default(const Params& problem) {
 
 std::string triton_invalid_reason(const Params& problem, const Params& config, const DeviceInfo& dev) {
   const GmmSpec s = GmmSpec::parse(problem);
-  if (s.fp8)
-    return "the engines' fp8 fused_moe path (block-scaled W8A8) is not driven by moebench yet: tune it with bf16 or f16";
+  // fp8: a K step must stay inside one 128-wide scale block (the kernel loads one scale per
+  // step), which is the filter vLLM's tuner applies for block_shape [128, 128].
+  if (s.fp8 && (config.i("BLOCK_SIZE_K") > 128 || 128 % config.i("BLOCK_SIZE_K") != 0))
+    return "BLOCK_SIZE_K=" + std::to_string(config.i("BLOCK_SIZE_K")) +
+           " crosses a 128-wide scale block of the fp8 weights: use 16, 32, 64 or 128";
   for (const char* k : {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K"}) {
     const std::int64_t v = config.i(k);
     // tl.arange and tl.dot need powers of two of at least 16.

@@ -73,24 +73,36 @@ def sweep(tmp_path, name, env, *more, tokens="4", space=SPACE):
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900), out
 
 
-def read_vllm_config(path):
-    """vLLM's loader where vllm imports, else the format get_moe_configs documents: triton_version
-    dropped, every other key a token count as a string, each value the six config keys."""
-    try:
-        from vllm.model_executor.layers.fused_moe import fused_moe as vllm_fused_moe  # noqa: F401
-    except Exception:  # vllm not importable here (it needs its own torch and compiled ops)
-        data = json.loads(Path(path).read_text())
-        assert isinstance(data.pop("triton_version"), str)
-        table = {}
-        for key, value in data.items():
-            assert key == str(int(key)), key
-            assert list(value) == CONFIG_KEYS, value
-            assert all(isinstance(v, int) for v in value.values()), value
-            table[int(key)] = value
-        return table, "plain reader"
-    folder = str(Path(path).parent)
-    os.environ["VLLM_TUNED_CONFIG_FOLDER"] = folder
-    raise AssertionError("vllm imports here: extend this test to call get_moe_configs")
+def has_engine(engine):
+    return importlib.machinery.PathFinder.find_spec(engine, sys.path) is not None
+
+
+def engine_read_back(engine, folder, res, experts, inter, fp8=False, down=False):
+    """The engine's own get_moe_configs (its source, run by moebench.peers.loader) on `folder`."""
+    from moebench.peers import loader
+
+    meta = res["meta"]
+    return loader.read_back(engine, folder, experts, inter, meta["device"].split(":")[0], meta["engine_info"]["triton"],
+                            fp8=fp8, down=down)
+
+
+def read_vllm_config(path, res=None, experts=None, inter=None):
+    """vLLM's own loader where the vllm package is on the path, else the format get_moe_configs
+    documents: triton_version dropped, every other key a token count as a string, each value the
+    six config keys."""
+    if has_engine("vllm") and res is not None:
+        table = engine_read_back("vllm", Path(path).parent, res, experts, inter)
+        assert table is not None, f"vLLM's get_moe_configs did not find {path}"
+        return table, "vLLM's get_moe_configs"
+    data = json.loads(Path(path).read_text())
+    assert isinstance(data.pop("triton_version"), str)
+    table = {}
+    for key, value in data.items():
+        assert key == str(int(key)), key
+        assert list(value) == CONFIG_KEYS, value
+        assert all(isinstance(v, int) for v in value.values()), value
+        table[int(key)] = value
+    return table, "plain reader"
 
 
 def records(out):
@@ -110,7 +122,7 @@ def test_sweep_under_the_interpreter_writes_vllms_file(tmp_path):
     assert all(x["validation"]["ok"] for x in ok)
     files = sorted((tmp_path / "cfg").glob("E=*.json"))
     assert [f.name for f in files] == ["E=4,N=32,device_name=cpu.json"], files
-    table, how = read_vllm_config(files[0])
+    table, how = read_vllm_config(files[0], res, 4, 32)
     print("engine config read by", how)
     assert sorted(table) == [2, 4]
     chosen = {p["tokens"]: p["chosen"]["config"] for p in res["points"]}
@@ -224,3 +236,47 @@ def test_bf16_under_the_interpreter_and_misplaced_flags_are_refused(tmp_path):
             "--engine-config")
     refused(subprocess.run([exe(), "sweep", "router", "--backend", "vllm", "--tokens", "4", "--out", str(tmp_path / "r")],
                            capture_output=True, text=True, env=engine_env()), "gmm")
+
+
+FP8 = ["--experts", "4", "--topk", "2", "--hidden", "128", "--intermediate", "128", "--dtype", "fp8", "--stage", "up,down"]
+# With the default (vLLM's fp8 rule at 4 tokens: BLOCK_SIZE_M=16, BLOCK_SIZE_N=64, the kernel's
+# swapped-operand path on sm_90) two candidates per stage: two K steps per scale block here.
+FP8_SPACE = [{"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 3}]
+
+
+def fp8_sweep(tmp_path, engine, *more):
+    needs_triton()
+    if not has_engine(engine):
+        pytest.skip(f"the {engine} package is not on PYTHONPATH (scripts/setup.sh unpacks its kernel): the stand-in has no fp8 path")
+    env = engine_env("")
+    space_file = tmp_path / "fp8-space.json"
+    space_file.write_text(json.dumps(FP8_SPACE))
+    out, cfg = tmp_path / "fp8", tmp_path / "cfg"
+    cmd = [exe(), "sweep", "gmm", "--backend", engine, *FP8, "--tokens", "4", "--space", str(space_file), "--out", str(out),
+           "--engine-config", str(cfg), *QUICK, *more]
+    print("kernel used:", engine, "fused_moe_kernel (use_fp8_w8a8, block_shape [128, 128]) |", " ".join(cmd))
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = records(out)
+    recs = res["records"]
+    # Every candidate of both stages validated (h codes and scales by DESIGN's fp8 rule) and timed.
+    assert len(recs) == 4 and all(x["status"] == "ok" and x["validation"]["ok"] for x in recs), recs
+    assert sum(x["is_default"] for x in recs) == 2
+    assert {x["problem"]["stage"] for x in recs} == {"up", "down"}
+    return res, cfg
+
+
+def test_fp8_block_scaled_sweep_is_read_back_by_vllms_loader(tmp_path):
+    res, cfg = fp8_sweep(tmp_path, "vllm")
+    files = sorted(f.name for f in cfg.glob("E=*.json"))
+    assert files == ["E=4,N=128,device_name=cpu,dtype=fp8_w8a8,block_shape=[128,128].json"], files
+    table = engine_read_back("vllm", cfg, res, 4, 128, fp8=True)
+    up = next(p for p in res["points"] if p["axes"]["stage"] == "up")
+    assert table == {4: {k: up["chosen"]["config"][k] for k in CONFIG_KEYS}}
+
+
+def test_fp8_ue8m0_sweep_is_read_back_by_sglangs_loader(tmp_path):
+    res, cfg = fp8_sweep(tmp_path, "sglang", "--scale-fmt", "ue8m0")
+    chosen = {p["axes"]["stage"]: {k: p["chosen"]["config"][k] for k in CONFIG_KEYS} for p in res["points"]}
+    assert engine_read_back("sglang", cfg, res, 4, 128, fp8=True) == {4: chosen["up"]}
+    assert engine_read_back("sglang", cfg, res, 4, 128, fp8=True, down=True) == {4: chosen["down"]}

@@ -29,12 +29,16 @@ struct FileKey {
 };
 
 // The name both engines give the file (SGLang's block_shape keeps Python's list spacing; vLLM's drops it).
-std::string base_name(const json& problem, const std::string& device_name) {
+std::string base_name(const json& problem, const std::string& device_name, peers::Engine engine) {
   const std::int64_t experts = int_field(problem, "experts", 0) + int_field(problem, "shared", 0);
   const std::int64_t begin = int_field(problem, "expert_begin", 0), end = int_field(problem, "expert_end", -1);
   const std::int64_t local = (end < 0 ? experts : end) - begin;
-  return "E=" + std::to_string(local) + ",N=" + std::to_string(int_field(problem, "intermediate", 0)) +
-         ",device_name=" + device_name;
+  std::string name = "E=" + std::to_string(local) + ",N=" + std::to_string(int_field(problem, "intermediate", 0)) +
+                     ",device_name=" + device_name;
+  // Block-scaled fp8 is the engines' dtype fp8_w8a8 with block_shape [128, 128].
+  if (problem.value("dtype", std::string()) == "fp8")
+    name += engine == peers::Engine::vllm ? ",dtype=fp8_w8a8,block_shape=[128,128]" : ",dtype=fp8_w8a8,block_shape=[128, 128]";
+  return name;
 }
 
 std::string shape_of(const json& problem) {
@@ -46,11 +50,13 @@ std::string shape_of(const json& problem) {
 
 }  // namespace
 
-std::string engine_device_name(const std::string& device) {
+std::string engine_device_name(const std::string& device, peers::Engine engine) {
   if (device.rfind("cpu", 0) == 0) return "cpu";
   std::string n = device;
   for (char& c : n)
     if (c == ' ') c = '_';
+  // vLLM names every H200 variant NVIDIA_H200; SGLang takes the device's name as it is.
+  if (engine == peers::Engine::sglang) return n;
   std::string part;
   for (std::size_t i = 0; i <= n.size(); ++i) {
     if (i == n.size() || n[i] == '_') {
@@ -65,7 +71,7 @@ std::string engine_device_name(const std::string& device) {
 
 std::vector<std::string> write_engine_configs(const json& results, peers::Engine engine, const std::string& dir) {
   const json& meta = results.value("meta", json::object());
-  const std::string device = engine_device_name(meta.value("device", std::string("unknown")));
+  const std::string device = engine_device_name(meta.value("device", std::string("unknown")), engine);
   std::string triton = "unknown";
   if (meta.contains("engine_info") && meta["engine_info"].is_object())
     triton = meta["engine_info"].value("triton", std::string("unknown"));
@@ -76,12 +82,14 @@ std::vector<std::string> write_engine_configs(const json& results, peers::Engine
   std::map<std::string, std::map<std::string, std::map<std::int64_t, json>>> files;
   std::map<std::string, std::string> shape_seen;
   for (const json& p : results.value("points", json::array())) {
-    if (p.value("kernel", "") != "gmm" || !p.contains("chosen")) continue;
+    // A layer point's config is the one the engine uses for both GEMMs: its file is up's.
+    const std::string kernel = p.value("kernel", "");
+    if ((kernel != "gmm" && kernel != "moe-layer") || !p.contains("chosen")) continue;
     const auto it = problem_of.find(p.value("point_index", -1));
     if (it == problem_of.end()) continue;
     const json& problem = it->second;
     const std::string stage = problem.value("stage", std::string("up"));
-    const std::string name = base_name(problem, device);
+    const std::string name = base_name(problem, device, engine);
     const std::string shape = shape_of(problem);
     const std::string key = name + "|" + stage;
     if (auto s = shape_seen.find(key); s != shape_seen.end() && s->second != shape)

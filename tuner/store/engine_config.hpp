@@ -1,6 +1,7 @@
 #pragma once
 // The config files an engine reads for its Triton fused_moe kernel, written from a sweep's
-// results (`moebench sweep gmm --backend vllm|sglang --engine-config DIR`):
+// results (`moebench sweep gmm|moe-layer --backend vllm|sglang --engine-config DIR`; a layer
+// point's config serves both GEMMs, as up's):
 //   vLLM:   DIR/E=<E>,N=<N>,device_name=<device>[,dtype=..][,block_shape=[..]].json, what
 //           get_moe_configs reads from VLLM_TUNED_CONFIG_FOLDER: {"triton_version": "..", "<M>":
 //           {BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, num_warps, num_stages}, ...}.
@@ -20,9 +21,9 @@
 
 namespace moe::tuner {
 
-// vLLM's device_name: the device name with spaces as '_', every H200 as NVIDIA_H200; a host
+// The engine's device_name: the device name with spaces as '_' (vLLM: every H200 as NVIDIA_H200); a host
 // device (Triton's interpreter) is "cpu".
-std::string engine_device_name(const std::string& device);
+std::string engine_device_name(const std::string& device, peers::Engine engine = peers::Engine::vllm);
 
 // Writes the files (atomically) and returns their paths. Error when the results hold two problems
 // that the engine's file name cannot tell apart (another hidden size or top-k at the same E and N).

@@ -44,6 +44,10 @@ def fused_moe_kernel(
     live = row < num_valid_tokens
     expert = tl.load(expert_ids_ptr + tile_m).to(tl.int64)
     col = tile_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    if expert == -1:  # slots of another rank's experts: zero rows, as the engines write them
+        tl.store(c_ptr + row[:, None] * stride_cm + col[None, :] * stride_cn,
+                 tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=compute_type), mask=live[:, None] & (col[None, :] < N))
+        return
     kk = tl.arange(0, BLOCK_SIZE_K)
     acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
     steps = tl.cdiv(K, BLOCK_SIZE_K)

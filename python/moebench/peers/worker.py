@@ -11,6 +11,7 @@ loaded it prints one `moebench: error:` line and exits 2, which the sweep passes
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -30,6 +31,20 @@ def _serve_module():
     if not path.is_file():
         raise FileNotFoundError(f"the engine worker's FFI module {path} is not built: build the moebench_ffi_peers target (scripts/setup.sh)")
     return tvm_ffi.load_module(str(path))
+
+
+def _call(loaded, problem, config, names, tensors, stream, device):
+    """One kernel call on the family's inputs and outputs (DLPack views, on the caller's stream):
+    the layer's when the inputs hold its router logits, else a gmm stage's."""
+    import torch
+
+    from . import gmm, layer
+
+    t = {str(name): torch.from_dlpack(x) for name, x in zip(names, tensors)}
+    # The worker's bench made the tensors on its device; torch's current device may be another.
+    on = next(iter(t.values())).device
+    with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=on)) if device else contextlib.nullcontext():
+        (layer if "logits" in t else gmm).run(loaded, problem, config, t)
 
 
 def main(argv=None):
@@ -58,11 +73,10 @@ def main(argv=None):
         return 0
     if not a.attached:
         return _fail("the engine worker is started by `moebench sweep --backend ENGINE` with its pipes attached; it is not run by hand")
-    from . import gmm
     import tvm_ffi
 
     def runner(engine, problem, config, names, tensors, stream, device, ordinal):
-        gmm.run(loaded, problem, config, names, tensors, stream, device, ordinal)
+        _call(loaded, json.loads(problem), json.loads(config), names, tensors, stream, device)
 
     timer = "triton-interpreter" if os.environ.get("TRITON_INTERPRET") == "1" else "steady_clock"
     # fd 1 is the tuner's stderr pipe: the protocol is on fd 3 only.

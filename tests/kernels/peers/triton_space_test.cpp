@@ -59,12 +59,30 @@ TEST(TritonSpace, DefaultIsValidAndFollowsTheTokenCount) {
   EXPECT_EQ(peers::triton_default(problem(4096)).i("BLOCK_SIZE_M"), 128);
 }
 
-TEST(TritonSpace, RefusesTilesTritonCannotBuildAndFp8) {
+TEST(TritonSpace, RefusesTilesTritonCannotBuild) {
   Params c = peers::triton_default(problem(64));
   c.set("BLOCK_SIZE_N", std::int64_t{48});
   EXPECT_NE(peers::triton_invalid_reason(problem(64), c, h200()).find("power of two"), std::string::npos);
-  Params fp8 = problem(64, "fp8");
-  EXPECT_NE(peers::triton_invalid_reason(fp8, peers::triton_default(fp8), h200()).find("fp8"), std::string::npos);
+}
+
+// fp8 block-scaled: a K step stays inside one 128-wide scale block (vLLM's tuner filter for
+// block_shape [128, 128]); the default is vLLM's fp8 rule by token count.
+TEST(TritonSpace, Fp8KeepsEachKStepInsideAScaleBlock) {
+  const Params fp8 = problem(64, "fp8");
+  std::set<std::int64_t> k;
+  for (const Params& c : peers::triton_space(fp8, h200())) k.insert(c.i("BLOCK_SIZE_K"));
+  EXPECT_EQ(k, (std::set<std::int64_t>{64, 128}));
+  Params c = peers::triton_default(fp8);
+  c.set("BLOCK_SIZE_K", std::int64_t{256});
+  EXPECT_NE(peers::triton_invalid_reason(fp8, c, h200()).find("scale block"), std::string::npos);
+  for (std::int64_t t : {1, 4, 8, 16, 64, 4096}) {
+    const Params f = problem(t, "fp8");
+    const Params d = peers::triton_default(f);
+    EXPECT_EQ(peers::triton_invalid_reason(f, d, h200()), "") << t;
+    EXPECT_EQ(d.i("BLOCK_SIZE_K"), 128);
+    EXPECT_EQ(d.i("BLOCK_SIZE_M"), t <= 64 ? 16 : 64) << t;
+    EXPECT_EQ(d.i("BLOCK_SIZE_N"), t <= 8 ? 64 : 128) << t;
+  }
 }
 
 TEST(EngineFamily, KeepsMoebenchsReferenceAndNamesThePeer) {
