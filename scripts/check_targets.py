@@ -116,6 +116,14 @@ def measure_at(target, docs, peers, tokens):
         return 100.0 * gbps / copy, f"{gbps:.0f} of {copy:.0f} GB/s in {total_us:.1f} us", configs
     if metric == "tflops":
         return rec["tflops"], f"{rec['tflops']:.0f} TFLOP/s in {rec['stats']['median_us']:.1f} us", configs
+    if metric == "vs_engine":
+        # The second sweep tuned an engine's kernel on the same device (--backend vllm|sglang):
+        # its best time over ours, above 1 when ours is faster.
+        other, other_doc = picks[1]
+        engine = other_doc.get("meta", {}).get("engine") or "the engine"
+        ratio = other["stats"]["median_us"] / rec["stats"]["median_us"]
+        return ratio, (f"{engine} {other['stats']['median_us']:.2f} us vs ours {rec['stats']['median_us']:.2f} us, "
+                       f"each tuned in its own sweep on this device"), configs
     if metric == "x_sweep":
         other = picks[1][0]
         if other["tflops"] <= 0:
@@ -157,7 +165,8 @@ def judge(target, value):
     return value >= target["min"]
 
 
-UNITS = {"median_us": " us", "tflops": " TFLOP/s", "x_sweep": "x", "layer_vs_stages": "x", "vs_best_peer": "x"}
+UNITS = {"median_us": " us", "tflops": " TFLOP/s", "x_sweep": "x", "layer_vs_stages": "x", "vs_best_peer": "x",
+         "vs_engine": "x"}
 
 
 def unit_of(metric):

@@ -36,8 +36,12 @@ while IFS=$'\t' read -r id i tokens args; do
   resume=()
   [ -f "$dir/journal.jsonl" ] && resume=(--resume)
   IFS=$'\t' read -r -a argv <<< "$args"
+  # A sweep that names its backend (an engine's: --backend vllm) keeps it; an engine's sweep
+  # writes no moebench tables, so --tables none is ours alone.
+  own=(--backend "$backend" --tables none)
+  for a in "${argv[@]}"; do [ "$a" = --backend ] && own=(); done
   echo "== $id/$i: moebench sweep ${argv[*]} --tokens $tokens"
-  "$bin" sweep "${argv[@]}" --tokens "$tokens" --backend "$backend" --out "$dir" --tables none --progress plain "${resume[@]}" \
+  "$bin" sweep "${argv[@]}" --tokens "$tokens" "${own[@]}" --out "$dir" --progress plain "${resume[@]}" \
     || { echo "gpu-targets: $id/$i failed" >&2; failed=1; }
 done < "$out/sweeps.tsv"
 python3 "$root/scripts/peers.py" "$out" --targets "$targets" || echo "gpu-targets: no peers measured (pct_peer targets stay unjudged)" >&2

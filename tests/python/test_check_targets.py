@@ -97,3 +97,40 @@ def test_results_without_side_by_side_are_not_judged(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert rows["old"]["met"] is None
     assert "no side-by-side fields" in rows["old"]["detail"]
+
+
+def test_ours_against_an_engines_own_sweep(tmp_path):
+    """vs_engine: the engine's sweep (the second) over ours (the first), per token count, the
+    worst counting; a token count that either sweep has no valid record at is not judged."""
+    def sweep(path, times, engine=None):
+        path.mkdir(parents=True)
+        recs = [{"kernel": "moe-layer", "tokens": t, "status": "ok", "validation": {"ok": True},
+                 "stats": {"median_us": us}, "config_key": f"k{us}"} for t, us in times.items()]
+        # An invalid record faster than everything: never the best.
+        recs.append({"kernel": "moe-layer", "tokens": 1, "status": "invalid", "validation": {"ok": False},
+                     "stats": {"median_us": 0.01}, "config_key": "bad"})
+        meta = {"device": "test", **({"engine": engine} if engine else {})}
+        (path / "results.json").write_text(json.dumps({"schema": "moebench/results@1", "meta": meta, "records": recs,
+                                                       "points": []}))
+
+    out = tmp_path / "out"
+    sweep(out / "met" / "0", {1: 20.0, 16: 50.0})
+    sweep(out / "met" / "1", {1: 40.0, 16: 60.0}, "vllm")
+    sweep(out / "missed" / "0", {1: 20.0})
+    sweep(out / "missed" / "1", {1: 10.0}, "sglang")
+    sweep(out / "half" / "0", {1: 20.0, 16: 50.0})
+    sweep(out / "half" / "1", {1: 40.0}, "vllm")
+    targets = [{"id": i, "issue": "peers", "name": i, "sweeps": [["moe-layer"], ["moe-layer", "--backend", "vllm"]],
+                "tokens": tok, "metric": "vs_engine", "min": 1.0}
+               for i, tok in (("met", [1, 16]), ("missed", 1), ("half", [1, 16]))]
+    spec = tmp_path / "targets.json"
+    spec.write_text(json.dumps({"schema": "moebench/targets@1", "targets": targets}))
+    r = subprocess.run([sys.executable, str(SCRIPT), str(out), "--targets", str(spec)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {row["id"]: row for row in json.loads((out / "targets-report.json").read_text())["targets"]}
+    assert rows["met"]["met"] is True and rows["met"]["value"] == pytest.approx(1.2)  # 60/50 at T=16, the worse
+    assert "vllm 60.00 us vs ours 50.00 us" in rows["met"]["detail"]
+    assert rows["met"]["configs"] == ["k50.0", "k60.0"]
+    assert rows["missed"]["met"] is False and rows["missed"]["value"] == pytest.approx(0.5)
+    assert "sglang" in rows["missed"]["detail"]
+    assert rows["half"]["met"] is None and "T=16" in rows["half"]["detail"]
