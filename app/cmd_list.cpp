@@ -5,6 +5,7 @@
 
 #include "app/commands.hpp"
 #include "moe/family.hpp"
+#include "peers/engine.hpp"
 #include "tuner/problem/models.hpp"
 
 namespace moe::app {
@@ -36,6 +37,12 @@ void add_list_command(CLI::App& root) {
       for (auto& b : f->backends) {
         fmt::print("  {} config parameters:\n", backend_name(b.backend));
         for (auto& s : b.config_params) fmt::print("{}\n", spec_line(s));
+      }
+      for (const std::string& n : peers::engine_families()) {
+        if (n != f->name) continue;
+        fmt::print("  vllm | sglang config parameters (the engine's own Triton fused_moe kernel, --backend vllm|sglang):\n");
+        for (auto& s : peers::engine_family(peers::Engine::vllm, n).backends.front().config_params)
+          fmt::print("{}\n", spec_line(s));
       }
       fmt::print("\n");
     }

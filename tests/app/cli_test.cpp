@@ -59,6 +59,10 @@ TEST(Cli, ListShowsOneFamilyWhenNamed) {
   EXPECT_NE(r.out.find("kernel         mma"), std::string::npos) << r.out;  // the kernel choice
   EXPECT_EQ(r.out.find("\nrouter: "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("model presets"), std::string::npos) << r.out;
+  // The engines' Triton kernel, which --backend vllm|sglang tunes for gmm and the layer only.
+  EXPECT_NE(r.out.find("vllm | sglang config parameters"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BLOCK_SIZE_M"), std::string::npos) << r.out;
+  EXPECT_EQ(sh("list router").out.find("vllm | sglang"), std::string::npos);
   r = sh("list nosuchfamily");
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.out.find("unknown kernel family 'nosuchfamily'"), std::string::npos) << r.out;
