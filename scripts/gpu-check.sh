@@ -55,6 +55,25 @@ checks() {
       2>&1 | grep -E '^(time|validate)' || failed=1
   done
 
+  step "5c. the engines' Triton kernels on the device (vLLM's fused_moe_kernel, --backend vllm)"
+  if [ -f "$root/python/moebench/_peers.so" ]; then
+    # Two configs per point: the device path (the bench's tensors and stream, CUPTI) is what
+    # this checks; the engine's whole space is the vs-vllm targets' (gpu-targets.sh OUT vs-vllm).
+    echo '[{"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 3},
+          {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 3}]' \
+      > "$out/engine-space.json"
+    for what in "gmm --stage up" "gmm --stage up --dtype fp8" "moe-layer --dtype fp8"; do
+      name=engine-$(echo "$what" | tr ' ' '_' | tr -d -)
+      # shellcheck disable=SC2086
+      PYTHONPATH="$root/python:$root/.deps/engines:${PYTHONPATH:-}" timeout 300 "$bin" sweep $what --model qwen3-30b-a3b \
+        --tokens 1,64 --backend vllm --space "$out/engine-space.json" --strategy exhaustive --out "$out/$name" \
+        --engine-config "$out/$name/engine-configs" --progress plain > "$out/$name.txt" 2>&1 || failed=1
+      tail -n 12 "$out/$name/summary.md" 2>/dev/null || tail -n 3 "$out/$name.txt"
+    done
+  else
+    echo "skipped: python/moebench/_peers.so is not built (setup.sh builds it where apache-tvm-ffi is in the deps folder)"
+  fi
+
   step "6. memory limits"
   timeout 900 "$bin" run moe-layer --model kimi-k2 --tokens 32768 --backend cuda 2>&1 | grep -vE '^moebench: (note|warning)'
   timeout 900 "$bin" run moe-layer --model kimi-k2 --tokens 131072 --backend cuda 2>&1 | grep -vE '^moebench: (note|warning)'
