@@ -71,3 +71,22 @@ def test_fp8_layer_of_one_expert_parallel_rank(tmp_path):
     _, res = layer_sweep(tmp_path, "fp8ep", env, problem, space, tokens="8")
     recs = res["records"]
     assert recs and all(x["status"] == "ok" and x["validation"]["ok"] for x in recs), recs
+
+
+def test_captured_routing_is_replayed_through_the_engines_layer(tmp_path):
+    """--dist FILE.npy of captured logits (the layer routes them with its router) that send every
+    token to experts 0 and 2, so the layer's
+    bytes count two experts' weights (the cost follows the routing), and the engine's output is
+    still validated against the reference on that routing."""
+    import numpy as np
+
+    captured = tmp_path / "logits.npy"
+    np.save(captured, np.array([[5.0, -5.0, 4.0, -6.0], [3.0, -4.0, 5.0, -5.0]] * 3, dtype=np.float32))
+    env = engine_env()
+    _, replayed = layer_sweep(tmp_path, "replay", env, LAYER, SPACE[:1], "--dist", str(captured))
+    rec = next(x for x in replayed["records"] if x["config"] == SPACE[0])
+    assert rec["status"] == "ok" and rec["validation"]["ok"], rec
+    tokens, hidden, inter = 4, 64, 32
+    logits = tokens * 4 * 2  # f16 [T, E]
+    # Two experts' weights (uniform routing at this seed reaches all four: 37,920 bytes).
+    assert rec["bytes"] == 2 * 3 * inter * hidden * 2 + 2 * tokens * hidden * 2 + logits
