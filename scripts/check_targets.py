@@ -61,6 +61,16 @@ def measure(target, docs, peers):
     return value, detail, configs, not missing
 
 
+def anchor_text(target):
+    """A figure someone published for the same kind of work (another GPU, another run), shown
+    beside the measurement as the anchor it is: it judges nothing."""
+    a = target.get("anchor")
+    if not isinstance(a, dict):
+        return ""
+    return (f"; published anchor, not measured here: {a['peer']} {a['value']}{unit_of(target['metric'])} "
+            f"({a['where']}; source: {a['source']})")
+
+
 def stage_label(sweep):
     """A stage sweep's name in a detail: its family, and gmm's stage."""
     return sweep[0] + (f" {sweep[sweep.index('--stage') + 1]}" if "--stage" in sweep[:-1] else "")
@@ -190,6 +200,10 @@ def main():
     if spec.get("schema") != "moebench/targets@1":
         sys.exit(f"check_targets: {a.targets} is not a moebench/targets@1 file")
     for t in spec["targets"]:
+        anchor = t.get("anchor")
+        if anchor is not None and not (isinstance(anchor, dict) and all(anchor.get(k) for k in ("peer", "value", "where", "source"))):
+            sys.exit(f"check_targets: target {t.get('id')}: an anchor needs its peer, value, where (the GPU and shape) "
+                     "and source")
         pub = t.get("published")
         if pub is not None and (not isinstance(pub, dict) or not pub.get("source") or not pub.get("us", 0) > 0):
             sys.exit(f"check_targets: target {t.get('id')}: a published figure needs its us and its source "
@@ -216,6 +230,7 @@ def main():
                 device = device or docs[0].get("meta", {}).get("device")
                 row["commands"] = [d.get("meta", {}).get("command", "") for d in docs]
                 row["value"], row["detail"], row["configs"], complete = measure(t, docs, peers)
+                row["detail"] += anchor_text(t)
                 # A figure someone else published (other hardware, other clocks) says so in the report.
                 row["published"] = "PUBLISHED figure" in row["detail"]
                 met = judge(t, row["value"])

@@ -134,3 +134,28 @@ def test_ours_against_an_engines_own_sweep(tmp_path):
     assert rows["missed"]["met"] is False and rows["missed"]["value"] == pytest.approx(0.5)
     assert "sglang" in rows["missed"]["detail"]
     assert rows["half"]["met"] is None and "T=16" in rows["half"]["detail"]
+
+
+def test_an_anchor_is_printed_beside_the_measurement_and_judges_nothing(tmp_path):
+    out = tmp_path / "out" / "tf" / "0"
+    out.mkdir(parents=True)
+    rec = {"kernel": "gmm", "tokens": 8192, "status": "ok", "validation": {"ok": True}, "stats": {"median_us": 100.0},
+           "config_key": "k", "tflops": 700.0, "gbps": 1.0}
+    (out / "results.json").write_text(json.dumps({"schema": "moebench/results@1", "meta": {"device": "test"},
+                                                  "records": [rec], "points": []}))
+    anchor = {"peer": "DeepGEMM", "value": 1346, "where": "H800, N=4096 K=7168", "source": "its README"}
+    tf = {"id": "tf", "issue": "fp8", "name": "tf", "sweeps": [["gmm"]], "tokens": 8192, "metric": "tflops", "min": 1350,
+          "anchor": anchor}
+    spec = tmp_path / "targets.json"
+    spec.write_text(json.dumps({"schema": "moebench/targets@1", "targets": [tf]}))
+    r = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "out"), "--targets", str(spec)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (row,) = json.loads((tmp_path / "out" / "targets-report.json").read_text())["targets"]
+    assert row["met"] is False and row["value"] == pytest.approx(700.0)  # judged on ours alone
+    assert row["published"] is False
+    assert "published anchor, not measured here: DeepGEMM 1346 TFLOP/s (H800, N=4096 K=7168; source: its README)" in row["detail"]
+    # An anchor without its source is refused.
+    del anchor["source"]
+    spec.write_text(json.dumps({"schema": "moebench/targets@1", "targets": [tf]}))
+    r = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "out"), "--targets", str(spec)], capture_output=True, text=True)
+    assert r.returncode != 0 and "an anchor needs" in r.stderr
