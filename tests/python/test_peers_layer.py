@@ -90,3 +90,15 @@ def test_captured_routing_is_replayed_through_the_engines_layer(tmp_path):
     logits = tokens * 4 * 2  # f16 [T, E]
     # Two experts' weights (uniform routing at this seed reaches all four: 37,920 bytes).
     assert rec["bytes"] == 2 * 3 * inter * hidden * 2 + 2 * tokens * hidden * 2 + logits
+
+
+def test_sglangs_layer_on_one_expert_parallel_rank(tmp_path):
+    """SGLang's own kernel (where its package is on the path, else the stand-in) through the layer:
+    top_k = K over the tokens, another rank's slots in blocks of expert -1."""
+    env = engine_env("" if has_engine("sglang") else "standin")
+    print("kernel used:", "SGLang's fused_moe_kernel" if has_engine("sglang") else "the stand-in")
+    problem = [*LAYER, "--set", "expert_begin=2", "--set", "expert_end=4"]
+    _, res = layer_sweep(tmp_path, "sglang", env, problem, SPACE[:1], engine="sglang")
+    recs = res["records"]
+    assert res["meta"]["engine"] == "sglang"
+    assert recs and all(x["status"] == "ok" and x["validation"]["ok"] for x in recs), recs
