@@ -167,7 +167,10 @@ JournalContents gpu_layer_journal(json& layer_problem) {
   auto eval = [&](int cand, std::int64_t pdl, int round, std::vector<double> alone, json graph) {
     return json{{"type", "eval"}, {"point", lkey}, {"point_index", 0}, {"kernel", "moe-layer"},
                 {"problem", layer_problem}, {"problem_key", moe::runtime::problem_key(L)}, {"tokens", 4},
-                {"cand_index", cand}, {"config", {{"pdl", pdl}}}, {"config_key", "pdl=" + std::to_string(pdl)},
+                {"cand_index", cand},
+                {"config", {{"router", "auto"}, {"dispatch", "auto"}, {"gmm_up", "auto"}, {"gmm_down", "auto"},
+                            {"combine", "auto"}, {"pdl", pdl}}},
+                {"config_key", "pdl=" + std::to_string(pdl)},
                 {"round", round}, {"status", "ok"}, {"validation", {{"ok", true}}}, {"samples_us", alone},
                 {"timer", "cupti"}, {"graph", graph}};
   };
@@ -243,10 +246,10 @@ TEST(GraphTiming, GpuJournalGivesGraphStatsCsvRowsAndTheSideBySideSummary) {
 
   const std::string md = markdown_summary(results);
   EXPECT_NE(md.find("timing=graph: 10 calls captured in one CUDA graph"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 4 | pdl=1 | 1 | 50.000 | 20.000 | 0.40 | 15.000 (router 1.0 + dispatch 2.0 + gmm_up 3.0 + "
-                    "gmm_down 4.0 + combine 5.0) |"),
+  EXPECT_NE(md.find("| 4 | auto (the tuned stages) | 1 | 50.000 | 20.000 | 0.40 | 15.000 (router 1.0 + dispatch 2.0 + "
+                    "gmm_up 3.0 + gmm_down 4.0 + combine 5.0) |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| 4 | pdl=0 | 0 | 80.000 | not capturable | - | 15.000"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 4 | auto (the tuned stages) | 0 | 80.000 | not capturable | - | 15.000"), std::string::npos) << md;
   EXPECT_NE(md.find("Not graph-timed: not capturable: a stage waits on the host"), std::string::npos) << md;
 }

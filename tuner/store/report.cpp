@@ -247,8 +247,23 @@ std::string graph_table(const json& results, const std::vector<const json*>& poi
         graph = text_of(g, "status");
         not_timed = text_of(g, "status") + ": " + text_of(g, "reason");
       }
+      // What the candidate asked of its stages: the tables' choices (the stage points'), every
+      // family default (the baseline), or explicit texts (its config key says which).
+      std::string asked = text_of(*r, "config_key");
+      bool all_auto = true, all_default = true, any_stage = false;
+      if (r->value("config", json::object()).is_object())
+        for (auto& [k, v] : (*r)["config"].items()) {
+          if (!v.is_string()) continue;
+          any_stage = true;
+          all_auto = all_auto && v == "auto";
+          all_default = all_default && v == "default";
+        }
+      if (any_stage && all_auto) asked = "auto (the tuned stages)";
+      else if (any_stage && all_default) asked = "default (every stage)";
       std::string stages = "-";
-      const auto parts = stage_medians(results, *r);
+      // The stage points timed the configs the tables give: their sum stands beside "auto" only.
+      std::vector<std::pair<std::string, double>> parts;
+      if (any_stage && all_auto) parts = stage_medians(results, *r);
       if (!parts.empty()) {
         double sum = 0;
         std::string terms;
@@ -258,15 +273,15 @@ std::string graph_table(const json& results, const std::vector<const json*>& poi
         }
         stages = fmt::format("{:.3f} ({})", sum, terms);
       }
-      rows += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r->value("tokens", 0), text_of(*r, "config_key"),
+      rows += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r->value("tokens", 0), asked,
                           num(*r, "pdl", "{:.0f}"), alone, graph, ratio, stages);
     }
   }
   if (rows.empty()) return "";
   std::string md = fmt::format(
       "\nThe layer alone (timing=alone: the sweep's timer, one call at a time) and as engines run it (timing=graph: {} "
-      "calls captured in one CUDA graph, replayed, per call), median us per call; stages: the sum of the stage points' "
-      "chosen medians at the same token count:\n\n"
+      "calls captured in one CUDA graph, replayed, per call), median us per call; stages: for the tuned stages, the sum "
+      "of the stage points' chosen medians at the same token count:\n\n"
       "| tokens | config | pdl | alone us | graph us | graph / alone | stages us |\n|---:|---|---:|---:|---:|---:|---|\n",
       calls);
   md += rows;
