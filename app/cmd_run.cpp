@@ -13,7 +13,9 @@
 #include "tuner/measure/save_case.hpp"
 #include "common/emu_backend.hpp"
 #include "tuner/measure/emu_time.hpp"
+#include "tuner/measure/graph_timing.hpp"
 #include "tuner/measure/harness.hpp"
+#include "tuner/measure/timer_cuda.hpp"
 #include "tuner/problem/problem.hpp"
 #include "tuner/store/tables_dir.hpp"
 #include "layer/stage_configs.hpp"
@@ -28,7 +30,7 @@ struct RunArgs {
   std::string family, backend = "auto", config, dist = "uniform", save, tables;
   std::vector<std::string> inputs;
   std::uint64_t seed = 1;
-  int device = 0, threads = 0, repeat = 5;
+  int device = 0, threads = 0, repeat = 5, graph_calls = tuner::kDefaultGraphCalls;
   double zipf_s = 1.2;
 };
 
@@ -76,6 +78,38 @@ std::vector<StageChoice> resolve_stages(Backend b, const Params& problem, Params
   for (std::size_t i = 0; i < r.stages.size(); ++i)
     if (config.s(r.stages[i].name) == "auto") config.set(r.stages[i].name, stage_config_text(r.choices[i].config));
   return r.choices;
+}
+
+std::string median_text(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return fmt::format("median {:.2f} us, min {:.2f} us", t[t.size() / 2], t.front());
+}
+
+// The layer as engines run it: the config (and the same stages with the other pdl) alone and in
+// a CUDA graph of --graph-calls calls, per call; on the cpu backend, why there is no graph.
+void print_layer_timings(const tuner::Prepared& p, Backend backend, const Params& config, const DeviceInfo& dev,
+                         const RunArgs& ra) {
+  if (const std::string why = tuner::graph_timing_unavailable(backend); !why.empty()) {
+    if (backend == Backend::cpu) fmt::print("graph    not applicable: {}\n", why);
+    return;
+  }
+  const std::int64_t pdl = config.i("pdl");
+  Params other = config;
+  other.set("pdl", 1 - pdl);
+  const Params* const both[] = {&config, &other};
+  for (const Params* c : both) {
+    const std::string tag = fmt::format("pdl={}", c->i("pdl"));
+    if (c == &other) {
+      const tuner::Outcome o = tuner::run_backend(p, backend, *c, dev, ra.repeat);
+      fmt::print("alone    {}: {} over {} runs{}\n", tag, median_text(o.times_us), o.times_us.size(),
+                 o.validation.ok ? "" : " (its output does not match the reference: " + o.validation.summary() + ")");
+    }
+    const tuner::GraphTimes g = tuner::time_in_graph(p, *c, dev, ra.graph_calls, ra.repeat);
+    if (!g.not_timed.empty()) fmt::print("graph    {}: not capturable: {}\n", tag, g.not_timed);
+    else
+      fmt::print("graph    {}: {} per call over {} replays of {} calls captured in one CUDA graph\n", tag,
+                 median_text(g.per_call_us), g.per_call_us.size(), ra.graph_calls);
+  }
 }
 
 void run(const CLI::App& cmd, const ProblemArgs& pa, const RunArgs& ra) {
@@ -143,6 +177,7 @@ void run(const CLI::App& cmd, const ProblemArgs& pa, const RunArgs& ra) {
     if (p.cost.flops > 0) fmt::print(", {:.3f} TFLOP/s", p.cost.flops / med / 1e6);
     fmt::print("\n");
   }
+  if (f.name == "moe-layer" && !o.times_us.empty()) print_layer_timings(p, backend, config, dev, ra);
   if (!o.not_emulated.empty()) fmt::print("emulated not emulated: {}\n", o.not_emulated);
   fmt::print("validate {}\n", o.validation.summary());
 
@@ -185,6 +220,11 @@ void add_run_command(CLI::App& root) {
              Allowed::non_negative_number, "0: uniform; larger: more skewed");
   allow_only(cmd->add_option("--seed", ra->seed, "random seed for generated inputs")->default_str("1"), Allowed::seed);
   allow_only(cmd->add_option("--repeat", ra->repeat, "timed runs (the first is validated)")->default_str("5"),
+             Allowed::positive_int);
+  allow_only(cmd->add_option("--graph-calls", ra->graph_calls,
+                              "moe-layer: calls captured in one CUDA graph for its graph timing, beside the time alone, "
+                              "each with pdl=1 and pdl=0 (cuda backend)")
+                 ->default_str(std::to_string(tuner::kDefaultGraphCalls)),
              Allowed::positive_int);
   cmd->footer("Exit status: 0 the output matched the reference; 1 it did not (the validate line says which tensor); "
               "2 usage or input error; 3 internal error (a bug: please report it). See docs/exit-codes.md.");

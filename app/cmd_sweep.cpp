@@ -21,6 +21,7 @@
 #include "moe/cuda_device.hpp"
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
+#include "tuner/measure/graph_timing.hpp"
 #include "tuner/search/layer_units.hpp"
 #include "tuner/search/plan_text.hpp"
 #include "tuner/problem/problem.hpp"
@@ -42,7 +43,7 @@ struct SweepArgs {
   std::string out, tables, dist = "uniform", timer = "cold", progress, save_invalid, engine_config;
   std::string min_time = "1ms", max_time = "1s", max_noise = "1%", watchdog = "20s";
   double zipf_s = 1.2;
-  int min_samples = 10, threads = 0;
+  int min_samples = 10, threads = 0, graph_calls = tuner::kDefaultGraphCalls;
   std::uint64_t seed = 0;
   bool resume = false, no_retry = false, quiet = false, json = false, no_cupti = false, dry_run = false;
 };
@@ -169,6 +170,7 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   o.seed = a.seed;
   o.timer = tuner::parse_timer_mode(a.timer);
   o.cupti = !a.no_cupti;
+  o.graph_calls = a.graph_calls;
   o.save_invalid = a.save_invalid;
   if (a.dist == "uniform" || a.dist == "zipf") o.dist = a.dist;
   else if (a.dist.size() > 4 && a.dist.substr(a.dist.size() - 4) == ".npy") {
@@ -321,6 +323,11 @@ void add_sweep_command(CLI::App& root) {
   cmd->add_option("--timer", a->timer, "cuda: cold (L2 flushed per sample, CUPTI) | hot (CUDA-graph batch)")
       ->default_str("cold");
   cmd->add_flag("--no-cupti", a->no_cupti, "cuda: time with CUDA events only");
+  allow_only(cmd->add_option("--graph-calls", a->graph_calls,
+                              "moe-layer: also time each layer candidate as engines run it, this many calls captured "
+                              "in one CUDA graph, per call (cuda backend; cpu records say not applicable)")
+                 ->default_str(std::to_string(tuner::kDefaultGraphCalls)),
+             Allowed::positive_int);
   cmd->add_option("--save-invalid", a->save_invalid,
                   "write an invalid candidate's inputs, outputs and reference as .npy, with the `moebench run` "
                   "command that reproduces it, under DIR/FAMILY/PROBLEM/CONFIG");

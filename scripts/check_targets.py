@@ -6,7 +6,10 @@ scripts/peers.py writes DIR/peers.json; this reads them and prints one markdown 
 (measured, bound, met) and writes the same as JSON. Speed figures come only from these
 sweeps' results, never from tests. vs_best_peer targets read the sweep's own side-by-side of
 ours and the best peer it measured (results.json points[].side_by_side); a published figure
-stands in only where the target names one with its source, and is marked so.
+stands in only where the target names one with its source, and is marked so. graph_us targets
+judge the layer as engines run it (records[].graph: N calls in one CUDA graph, per call). Any
+target may name an "anchor", a figure someone published for the same kind of work, printed
+beside the measurement; it judges nothing.
 
 usage: check_targets.py DIR [--targets scripts/targets.json] [--out report.json] [--fail-on-miss]
 """
@@ -102,10 +105,33 @@ def side_by_side_at(target, docs, tokens):
     return None, f"not judged: {s.get('note') or 'no ratio'} at tokens={tokens}", []
 
 
+def graph_at(target, docs, tokens):
+    """(value, detail, configs) of a graph_us target: the best valid candidate's median per call in a
+    CUDA graph of N calls (records[].graph, timing=graph), the layer as engines run it."""
+    sweep, doc = target["sweeps"][0], docs[0]
+    records = valid_records(doc, sweep[0], tokens)
+    timed = [r for r in records if isinstance(r.get("graph"), dict) and r["graph"].get("status") == "ok"
+             and isinstance(r["graph"].get("stats"), dict) and r["graph"]["stats"].get("median_us")]
+    if not timed:
+        why = next((f"{r['graph'].get('status')}: {r['graph'].get('reason', '')}" for r in records
+                    if isinstance(r.get("graph"), dict)), "the results have no graph timing (written by an older moebench)")
+        return None, f"no graph-timed {sweep[0]} record at tokens={tokens} ({why})", []
+    rec = min(timed, key=lambda r: r["graph"]["stats"]["median_us"])
+    g = rec["graph"]
+    us = g["stats"]["median_us"]
+    detail = (f"timing=graph: {g.get('graph_calls')} calls in one CUDA graph, per call; alone "
+              f"{rec['stats']['median_us']:.1f} us")
+    if rec.get("pdl") is not None:
+        detail += f"; pdl={rec['pdl']}"
+    return us, detail, [rec.get("config_key", "")]
+
+
 def measure_at(target, docs, peers, tokens):
     metric = target["metric"]
     if metric == "vs_best_peer":
         return side_by_side_at(target, docs, tokens)
+    if metric == "graph_us":
+        return graph_at(target, docs, tokens)
     picks = []
     for sweep, doc in zip(target["sweeps"], docs):
         rec = best(valid_records(doc, sweep[0], tokens))
@@ -175,8 +201,8 @@ def judge(target, value):
     return value >= target["min"]
 
 
-UNITS = {"median_us": " us", "tflops": " TFLOP/s", "x_sweep": "x", "layer_vs_stages": "x", "vs_best_peer": "x",
-         "vs_engine": "x"}
+UNITS = {"median_us": " us", "graph_us": " us", "tflops": " TFLOP/s", "x_sweep": "x", "layer_vs_stages": "x",
+         "vs_best_peer": "x", "vs_engine": "x"}
 
 
 def unit_of(metric):

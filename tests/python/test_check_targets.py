@@ -159,3 +159,67 @@ def test_an_anchor_is_printed_beside_the_measurement_and_judges_nothing(tmp_path
     spec.write_text(json.dumps({"schema": "moebench/targets@1", "targets": [tf]}))
     r = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "out"), "--targets", str(spec)], capture_output=True, text=True)
     assert r.returncode != 0 and "an anchor needs" in r.stderr
+
+
+def layer_record(tokens, alone_us, graph=None, pdl=1):
+    r = {"kernel": "moe-layer", "tokens": tokens, "status": "ok", "validation": {"ok": True}, "config_key": f"pdl={pdl}",
+         "stats": {"median_us": alone_us}, "timing": "alone", "pdl": pdl}
+    if graph is not None:
+        r["graph"] = graph
+    return r
+
+
+def graph_ok(us, calls=10):
+    return {"timing": "graph", "graph_calls": calls, "status": "ok", "timer": "graph", "stats": {"median_us": us}}
+
+
+def judge_records(tmp_path, targets, sweeps):
+    for tid, records in sweeps.items():
+        path = tmp_path / "out" / tid / "0"
+        path.mkdir(parents=True)
+        doc = {"schema": "moebench/results@1", "meta": {"device": "test"}, "records": records, "points": []}
+        (path / "results.json").write_text(json.dumps(doc))
+    spec = tmp_path / "targets.json"
+    spec.write_text(json.dumps({"schema": "moebench/targets@1", "targets": targets}))
+    r = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "out"), "--targets", str(spec)],
+                       capture_output=True, text=True)
+    report = json.loads((tmp_path / "out" / "targets-report.json").read_text())
+    return r, {row["id"]: row for row in report["targets"]}
+
+
+def graph_target(tid, tokens, bound, **kw):
+    return {"id": tid, "issue": 36, "name": tid, "sweeps": [["moe-layer"]], "tokens": tokens, "metric": "graph_us",
+            "max": bound, **kw}
+
+
+def test_graph_us_judges_the_graph_timed_number_with_a_published_figure_beside_it(tmp_path):
+    anchor = {"peer": "vLLM Triton", "value": 40.4, "where": "H100", "source": "vLLM benchmark_moe"}
+    refused = {"timing": "graph", "graph_calls": 10, "status": "not capturable", "reason": "a stage waits on the host",
+               "stats": None}
+    cpu = {"timing": "graph", "graph_calls": 10, "status": "not applicable", "reason": "the cpu backend has no graphs",
+           "stats": None}
+    r, rows = judge_records(
+        tmp_path,
+        [graph_target("met", 1, 20, anchor=anchor), graph_target("missed", [1, 16], 20),
+         graph_target("cpu", 1, 20), graph_target("old", 1, 20)],
+        {"met": [layer_record(1, 40.0, graph_ok(25.0), 1), layer_record(1, 45.0, graph_ok(18.0), 0),
+                 layer_record(1, 10.0, refused, 1)],  # fastest alone, but not graph-timed: not the judged one
+         "missed": [layer_record(1, 40.0, graph_ok(19.0)), layer_record(16, 90.0, graph_ok(60.0))],
+         "cpu": [layer_record(1, 900.0, cpu)],
+         "old": [layer_record(1, 40.0)]})
+    assert r.returncode == 0, r.stdout + r.stderr
+    met = rows["met"]
+    assert met["met"] is True
+    assert met["value"] == pytest.approx(18.0)  # the graph-timed figure, not the time alone
+    assert met["configs"] == ["pdl=0"]
+    assert "timing=graph: 10 calls in one CUDA graph" in met["detail"] and "alone 45.0 us" in met["detail"]
+    assert "published anchor, not measured here: vLLM Triton 40.4 us (H100; source: vLLM benchmark_moe)" in met["detail"]
+    assert met["published"] is False
+    assert rows["missed"]["met"] is False
+    assert rows["missed"]["value"] == pytest.approx(60.0)
+    assert "worst at T=16" in rows["missed"]["detail"]
+    assert rows["cpu"]["met"] is None
+    assert "not applicable: the cpu backend has no graphs" in rows["cpu"]["detail"]
+    assert rows["old"]["met"] is None
+    assert "no graph timing" in rows["old"]["detail"]
+    assert "18.0 us" in r.stdout

@@ -81,6 +81,8 @@ struct CudaBench::Impl {
   Stream stream;
   Event start, stop;
   Graph graph;
+  Graph calls_graph;     // capture_calls's: the engine's view of a call
+  int graph_calls = 0;   // calls in calls_graph; 0: none captured
   Params config;
   std::shared_ptr<const LaunchPlan> plan;  // made once per config: timed calls only launch
   int launched = 0;                        // kernels one call launched (counted at the warm-up)
@@ -115,28 +117,37 @@ struct CudaBench::Impl {
     return ms;
   }
 
-  void capture() {
-    graph.reset();
-    graph_ok = false;
+  // `n` calls captured into `into`: "" when it is instantiated, else why not (then `into` is empty).
+  std::string capture_into(Graph& into, int n) {
+    into.reset();
     cuda_check(cudaStreamBeginCapture(stream.s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     std::string why;
     try {
-      for (int i = 0; i < batch; ++i) impl.run(p.problem, config, in_refs, out_refs, context());
+      for (int i = 0; i < n; ++i) impl.run(p.problem, config, in_refs, out_refs, context());
     } catch (const std::exception& e) {
       why = e.what();
     }
     cudaGraph_t g = nullptr;
     const cudaError_t end = cudaStreamEndCapture(stream.s, &g);
-    graph.g = g;
+    into.g = g;
     if (why.empty() && end != cudaSuccess) why = cudaGetErrorName(end);
     if (why.empty() && g) {
-      const cudaError_t inst = cudaGraphInstantiate(&graph.exec, g, 0);
+      const cudaError_t inst = cudaGraphInstantiate(&into.exec, g, 0);
       if (inst != cudaSuccess) why = std::string("cudaGraphInstantiate: ") + cudaGetErrorName(inst);
     }
-    if (!why.empty() || !graph.exec) {
+    if (!why.empty() || !into.exec) {
       cudaGetLastError();  // capture failures are not sticky; clear them
-      graph.reset();
-      note = "graph capture refused (" + (why.empty() ? std::string("no graph") : why) + "): hot mode times a launch loop";
+      into.reset();
+      return why.empty() ? std::string("no graph") : why;
+    }
+    return "";
+  }
+
+  void capture() {
+    graph_ok = false;
+    const std::string why = capture_into(graph, batch);
+    if (!why.empty()) {
+      note = "graph capture refused (" + why + "): hot mode times a launch loop";
       return;
     }
     graph_ok = true;
@@ -179,6 +190,8 @@ CudaBench::~CudaBench() {
 void CudaBench::set_config(const Params& config) {
   Impl& d = *d_;
   d.graph.reset();
+  d.calls_graph.reset();
+  d.graph_calls = 0;
   d.note = d.base_note;  // a refused capture or a kernel CUPTI missed is this config's, not the next's
   d.config = config;
   d.have_config = true;
@@ -261,9 +274,40 @@ TimedSample CudaBench::sample() {
   return t;
 }
 
+std::string CudaBench::capture_calls(int calls) {
+  Impl& d = *d_;
+  if (!d.have_config) throw Error("CudaBench::capture_calls before set_config");
+  if (calls < 1) throw Error("CudaBench::capture_calls: " + std::to_string(calls) + " calls (give at least 1)");
+  d.calls_graph.reset();
+  d.graph_calls = 0;
+  // Known before trying: such a call copies its row counts back and synchronizes its stream,
+  // which a capturing stream refuses (and a graph could not replay with new counts).
+  if (waits_on_host(d.plan.get()))
+    return "a stage waits on the host for its row counts every call (a library that takes them as host values: "
+           "kernel=cublas or kernel=cublaslt), which a CUDA graph cannot capture";
+  const std::string why = d.capture_into(d.calls_graph, calls);
+  if (!why.empty()) return "the call cannot be captured in a CUDA graph: " + why;
+  d.graph_calls = calls;
+  // vLLM's benchmark replays its graph a few times before timing it.
+  for (int i = 0; i < 3; ++i) cuda_check(cudaGraphLaunch(d.calls_graph.exec, d.stream.s), "cudaGraphLaunch (warm-up)");
+  cuda_check(cudaStreamSynchronize(d.stream.s), (d.p.family->name + " graph warm-up").c_str());
+  return "";
+}
+
+TimedSample CudaBench::graph_call_sample() {
+  Impl& d = *d_;
+  if (d.graph_calls < 1) throw Error("CudaBench::graph_call_sample without a captured graph (capture_calls)");
+  cuda_check(cudaEventRecord(d.start.e, d.stream.s), "cudaEventRecord");
+  cuda_check(cudaGraphLaunch(d.calls_graph.exec, d.stream.s), "cudaGraphLaunch");
+  cuda_check(cudaEventRecord(d.stop.e, d.stream.s), "cudaEventRecord");
+  return {d.events_ms() * 1e3 / d.graph_calls, "graph"};
+}
+
 Outcome CudaBench::validate(const Params& config) {
   Impl& d = *d_;
   d.graph.reset();
+  d.calls_graph.reset();
+  d.graph_calls = 0;
   d.have_config = false;  // the next measurement sets its config again
   d.config = config;
   const std::size_t wsb = d.impl.workspace_bytes ? d.impl.workspace_bytes(d.p.problem, config) : 0;
@@ -303,6 +347,16 @@ std::string CudaBench::timer() const { return d_->last_timer; }
 std::string CudaBench::note() const { return d_->note; }
 int CudaBench::kernels_per_call() const { return d_->launched > 0 ? d_->launched : d_->cold.kernels_seen(); }
 int CudaBench::batch() const { return d_->batch; }
+
+GraphTimes time_in_graph(const Prepared& p, const Params& config, const DeviceInfo& dev, int calls, int replays) {
+  CudaBench bench(p, dev, TimerMode::cold, false);
+  bench.set_config(config);
+  GraphTimes t;
+  t.not_timed = bench.capture_calls(calls);
+  if (!t.not_timed.empty()) return t;
+  for (int r = 0; r < std::max(replays, 1); ++r) t.per_call_us.push_back(bench.graph_call_sample().us);
+  return t;
+}
 
 double cuda_copy_bandwidth_gbps(int ordinal, int reps) {
   require_cuda_device(ordinal);

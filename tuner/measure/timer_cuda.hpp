@@ -6,6 +6,7 @@
 // back-to-back calls with events. Also the device-to-device copy-bandwidth probe.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,10 +41,28 @@ class CudaBench {
   nlohmann::json kernel_attributes() const;
   int batch() const;             // calls per hot-mode sample
 
+  // The call as an engine runs it: `calls` back-to-back calls of the current config captured on
+  // the bench's stream into one CUDA graph, instantiated and replayed (vLLM's benchmark_moe
+  // captures ten). "" when the graph is ready; else why the call cannot be captured (a stage
+  // whose library waits on the host, a launch the capture refused), and nothing is timed. Needs
+  // set_config; a later set_config or validate drops the graph.
+  std::string capture_calls(int calls);
+  // One replay of that graph, timed with CUDA events, per call; its timer is "graph". No L2
+  // flush between the calls or before the replay, as in the engines' benchmark.
+  TimedSample graph_call_sample();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> d_;
 };
+
+// `moebench run`'s graph timing: `replays` replays of `calls` calls of `config` captured in one
+// CUDA graph (CudaBench::capture_calls), per call; or why the call cannot be captured.
+struct GraphTimes {
+  std::vector<double> per_call_us;
+  std::string not_timed;  // "" when timed
+};
+GraphTimes time_in_graph(const Prepared& p, const Params& config, const DeviceInfo& dev, int calls, int replays);
 
 // Device-to-device cudaMemcpy bandwidth in GB/s (bytes read + written per second): the
 // practical peak every candidate's GB/s is reported against.

@@ -154,14 +154,18 @@ json WorkerEvaluator::run(Candidate& c, int round, const StopRule& rule, double 
       return line;
     }
   }
-  const json req = {{"op", "measure"},
-                    {"config", params_to_json(run_config(c))},
-                    {"rule", to_json(rule)},
-                    {"incumbent_us", incumbent_us},
-                    {"prior_us", c.samples_us},
-                    {"prior_timer", c.timer}};
+  json req = {{"op", "measure"},
+              {"config", params_to_json(run_config(c))},
+              {"rule", to_json(rule)},
+              {"incumbent_us", incumbent_us},
+              {"prior_us", c.samples_us},
+              {"prior_timer", c.timer}};
+  // The layer is timed again inside a CUDA graph of N calls: its own samples, its own time-out.
+  const int graph_calls = o.units[pt_.unit].graph_timed ? o.graph_calls : 0;
+  if (graph_calls > 0) req["graph_calls"] = graph_calls;
+  const double graph_s = graph_calls > 0 ? rule.max_time_s + 4.0 * graph_calls * c.call_s : 0;
   // A slow but working candidate needs a warm-up and a sample even past the time-out.
-  const Reply r = w_.call(req, o.watchdog_s + rule.max_time_s + 4 * c.call_s, &interrupts());
+  const Reply r = w_.call(req, o.watchdog_s + rule.max_time_s + 4 * c.call_s + graph_s, &interrupts());
   if (lost(r, line, "measure")) return line;
   const std::string st = r.body.value("status", "failed");
   line["status"] = st;
@@ -175,7 +179,7 @@ json WorkerEvaluator::run(Candidate& c, int round, const StopRule& rule, double 
   line["early_stop"] = r.body.value("reason", "") == "early_stop";
   line["incumbent_us"] = incumbent_us;
   line["timer"] = r.body.value("timer", "");
-  for (const char* k : {"restarted", "note", "batch", "kernels", "kernel_attrs", "gpu", "throttled"})
+  for (const char* k : {"restarted", "note", "batch", "kernels", "kernel_attrs", "gpu", "throttled", "graph"})
     if (r.body.contains(k)) line[k] = r.body[k];
   return line;
 }

@@ -323,6 +323,9 @@ json journal_header(const SweepOptions& o, const Plan& plan, const DeviceInfo& d
           {"created", utc_now()}};
   // Only where there is one, so the journals of moebench's own kernels read as before.
   if (!o.engine.empty()) h["settings"]["engine"] = o.engine;
+  // Only where a unit is timed in a graph too (the layer): a stage sweep's journal reads as before.
+  if (std::any_of(o.units.begin(), o.units.end(), [](const SweepUnit& u) { return u.graph_timed; }))
+    h["settings"]["graph_calls"] = o.graph_calls;
   return h;
 }
 

@@ -43,6 +43,8 @@ struct SweepOptions {
   std::uint64_t seed = 0;
   TimerMode timer = TimerMode::cold;
   bool cupti = true;
+  // Calls per CUDA graph for the units that are also timed in one (the layer); 0: not done.
+  int graph_calls = 10;
   std::string save_invalid;  // folder for the tensors of candidates the gate finds invalid
   StopRule rule;
   double watchdog_s = 20;

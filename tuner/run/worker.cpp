@@ -11,6 +11,7 @@
 #include "moe/error.hpp"
 #include "tuner/measure/cupti_timer.hpp"
 #include "tuner/measure/gpu_state_run.hpp"
+#include "tuner/measure/graph_timing.hpp"
 #include "tuner/measure/harness.hpp"
 #include "tuner/measure/json_io.hpp"
 #include "tuner/base/line_io.hpp"
@@ -218,6 +219,7 @@ class Worker {
       if (!before.ok) note += (note.empty() ? "" : "; ") + before.why_not;
       if (!note.empty()) r["note"] = note;
     }
+    if (const int calls = req.value("graph_calls", 0); calls > 0) r["graph"] = graph_measure(calls, rule);
     r["timer"] = run.timer;
     // The candidate's earlier samples were taken by another timer: they are void, these replace them.
     if (run.restarted) r["restarted"] = true;
@@ -227,6 +229,32 @@ class Worker {
     r["reason"] = stop_reason_name(run.reason);
     r["measure_s"] = run.elapsed_s;
     return r;
+  }
+
+  // The same config again as engines run it: `calls` calls in one CUDA graph, per call. Judged
+  // on its own samples (no incumbent: it ranks nothing); a backend without graphs, or a call
+  // that cannot be captured, says why instead of giving a number.
+  json graph_measure(int calls, const StopRule& rule) {
+    json g = {{"calls", calls}};
+    if (const std::string why = graph_timing_unavailable(backend_); !why.empty()) {
+      g["status"] = kGraphNotApplicable;
+      g["reason"] = why;
+      return g;
+    }
+    if (const std::string why = bench_->capture_calls(calls); !why.empty()) {
+      g["status"] = kGraphNotCapturable;
+      g["reason"] = why;
+      return g;
+    }
+    StopRule own = rule;
+    own.early_stop_ratio = 0;
+    SampleRun run = sample_until([&] { return bench_->graph_call_sample().us; }, own, 0);
+    for (double& x : run.samples_us) x = std::round(x * 1e4) / 1e4;
+    g["status"] = kGraphOk;
+    g["timer"] = "graph";
+    g["samples_us"] = run.samples_us;
+    g["stop_reason"] = stop_reason_name(run.reason);
+    return g;
   }
 
   const FamilyResolver& resolve_;

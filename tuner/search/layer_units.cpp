@@ -22,7 +22,7 @@ std::vector<SweepUnit> layer_units(const Params& L, const Params& slice, Backend
     units.push_back({&layer, L, {}, {},
                      [b](const Params& problem, const Params& config, const DeviceInfo& dev,
                          const std::vector<std::string>& dirs) { return resolve_layer_config(b, problem, config, dev, dirs); },
-                     every_default});
+                     every_default, true});
   } else {
     warnings.push_back(layer.name + " has no " + std::string(backend_name(b)) + " backend in this build: not swept");
   }

@@ -38,6 +38,9 @@ struct SweepUnit {
   // default. The layer's is every stage at its family default, so the summary shows what the
   // tuned stages bought, where its own default (every stage "auto") would compare it with itself.
   Params baseline = {};
+  // Timed a second time as engines run it, N calls in one CUDA graph (the layer): see
+  // tuner/measure/graph_timing.hpp.
+  bool graph_timed = false;
 };
 
 struct PlanPoint {

@@ -31,11 +31,13 @@ const Kinds& kinds(FieldSet set) {
                                      {"budget_hit", 'b'}, {"is_default", 'b'}, {"retry", 'b'}, {"samples_us", 'N'},
                                      {"validation", 'O'}, {"plan", 'P'}, {"settings", 'R'}, {"problem", 'o'},
                                      {"config", 'O'}, {"resolved_config", 'O'}, {"config_source", 'O'},
-                                     {"axes", 'A'}, {"skipped", 'b'}, {"shard", 'H'}, {"peer", 's'}});
+                                     {"axes", 'A'}, {"skipped", 'b'}, {"shard", 'H'}, {"peer", 's'},
+                                     {"graph", 'o'}});
   static const Kinds record = with({{"timer", 's'}, {"tokens", 'i'}, {"rounds", 'i'}, {"stats", 'o'},
                                     {"is_default", 'b'}, {"early_stop", 'b'}, {"validation", 'O'}, {"problem", 'O'},
                                     {"config", 'O'}, {"resolved_config", 'O'}, {"config_source", 'O'}, {"gbps", 'n'},
-                                    {"tflops", 'n'}, {"pct_peak", 'n'}, {"axes", 'A'}, {"peer", 's'}});
+                                    {"tflops", 'n'}, {"pct_peak", 'n'}, {"axes", 'A'}, {"peer", 's'},
+                                    {"timing", 's'}, {"graph", 'o'}, {"pdl", 'i'}});
   static const Kinds point = with({{"tokens", 'i'}, {"point_index", 'i'}, {"evaluated", 'i'}, {"total", 'i'},
                                    {"rounds", 'i'}, {"timed", 'i'}, {"not_usable", 'i'}, {"budget_hit", 'b'},
                                    {"kept_default", 'b'}, {"speedup_vs_default", 'r'}, {"gbps", 'n'}, {"tflops", 'n'},

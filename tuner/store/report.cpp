@@ -7,7 +7,12 @@
 #include <set>
 #include <vector>
 
+#include "layer/stages.hpp"
+#include "moe/error.hpp"
+#include "runtime/params_json.hpp"
+#include "runtime/table.hpp"
 #include "tuner/base/units.hpp"
+#include "tuner/measure/graph_timing.hpp"
 #include "tuner/store/side_by_side.hpp"
 
 namespace moe::tuner {
@@ -188,6 +193,102 @@ std::string side_by_side_table(const std::vector<const json*>& points, const Con
   return md;
 }
 
+std::string text_of(const json& j, const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : ""; }
+double number_of(const json& j, const char* k) { return j.is_object() && j.contains(k) && j[k].is_number() ? j[k].get<double>() : 0.0; }
+
+// The chosen median of each stage of a layer record's problem at its token count, from the
+// stage points of the same results (a layer sweep tunes them first), in the stages' order;
+// empty when the results lack one of them.
+std::vector<std::pair<std::string, double>> stage_medians(const json& results, const json& record) {
+  std::vector<std::pair<std::string, double>> out;
+  try {
+    Params L = runtime::params_from_json(record.value("problem", json::object()), "record problem");
+    L.set("tokens", record.value("tokens", std::int64_t{0}));
+    for (const Stage& st : layer_stages(L)) {
+      const std::string key = runtime::problem_key(st.problem);
+      const json* found = nullptr;
+      for (auto& p : results["points"])
+        if (p.value("kernel", "") == st.family && p.value("problem_key", "") == key &&
+            p.value("tokens", std::int64_t{0}) == record.value("tokens", std::int64_t{0}) && p.contains("chosen") &&
+            p["chosen"].value("median_us", json()).is_number())
+          found = &p;
+      if (!found) return {};
+      out.emplace_back(st.name, (*found)["chosen"]["median_us"].get<double>());
+    }
+  } catch (const Error&) {
+    return {};  // a problem this build does not know: no breakdown, the rest of the table stands
+  }
+  return out;
+}
+
+// Per token count of one group, every timed candidate of a graph-timed kernel (the layer) alone
+// (the sweep's timer) beside the same config in a CUDA graph of N calls (as engines run it), with
+// the sum of its stages' chosen times where the sweep tuned them.
+std::string graph_table(const json& results, const std::vector<const json*>& points) {
+  std::map<int, std::vector<const json*>> by_point;
+  for (auto& r : results["records"])
+    if (r.contains("graph") && r["graph"].is_object() && r.value("status", "") == "ok")
+      by_point[r.value("point_index", 0)].push_back(&r);
+  std::string rows, not_timed;
+  int calls = 0;
+  for (const json* p : points) {
+    auto it = by_point.find(p->value("point_index", -1));
+    if (it == by_point.end()) continue;
+    for (const json* r : it->second) {
+      const json& g = (*r)["graph"];
+      calls = std::max(calls, static_cast<int>(number_of(g, "graph_calls")));
+      const std::string alone = num(r->value("stats", json::object()), "median_us", "{:.3f}");
+      std::string graph = "-", ratio = "-";
+      if (text_of(g, "status") == kGraphOk && g.value("stats", json()).is_object()) {
+        graph = num(g["stats"], "median_us", "{:.3f}");
+        const double a = number_of(r->value("stats", json::object()), "median_us"), gm = number_of(g["stats"], "median_us");
+        if (a > 0 && gm > 0) ratio = fmt::format("{:.2f}", gm / a);
+      } else {
+        graph = text_of(g, "status");
+        not_timed = text_of(g, "status") + ": " + text_of(g, "reason");
+      }
+      // What the candidate asked of its stages: the tables' choices (the stage points'), every
+      // family default (the baseline), or explicit texts (its config key says which).
+      std::string asked = text_of(*r, "config_key");
+      bool all_auto = true, all_default = true, any_stage = false;
+      if (r->value("config", json::object()).is_object())
+        for (auto& [k, v] : (*r)["config"].items()) {
+          if (!v.is_string()) continue;
+          any_stage = true;
+          all_auto = all_auto && v == "auto";
+          all_default = all_default && v == "default";
+        }
+      if (any_stage && all_auto) asked = "auto (the tuned stages)";
+      else if (any_stage && all_default) asked = "default (every stage)";
+      std::string stages = "-";
+      // The stage points timed the configs the tables give: their sum stands beside "auto" only.
+      std::vector<std::pair<std::string, double>> parts;
+      if (any_stage && all_auto) parts = stage_medians(results, *r);
+      if (!parts.empty()) {
+        double sum = 0;
+        std::string terms;
+        for (auto& [name, us] : parts) {
+          sum += us;
+          terms += fmt::format("{}{} {:.1f}", terms.empty() ? "" : " + ", name, us);
+        }
+        stages = fmt::format("{:.3f} ({})", sum, terms);
+      }
+      rows += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r->value("tokens", 0), asked,
+                          num(*r, "pdl", "{:.0f}"), alone, graph, ratio, stages);
+    }
+  }
+  if (rows.empty()) return "";
+  std::string md = fmt::format(
+      "\nThe layer alone (timing=alone: the sweep's timer, one call at a time) and as engines run it (timing=graph: {} "
+      "calls captured in one CUDA graph, replayed, per call), median us per call; stages: for the tuned stages, the sum "
+      "of the stage points' chosen medians at the same token count:\n\n"
+      "| tokens | config | pdl | alone us | graph us | graph / alone | stages us |\n|---:|---|---:|---:|---:|---:|---|\n",
+      calls);
+  md += rows;
+  if (!not_timed.empty()) md += "\nNot graph-timed: " + not_timed + "\n";
+  return md;
+}
+
 }  // namespace
 
 std::string markdown_summary(const json& results, std::size_t config_width) {
@@ -296,6 +397,7 @@ std::string markdown_summary(const json& results, std::size_t config_width) {
                         num(*p, "tflops", "{:.2f}"), cpu ? "" : pct + " | ", counts);
     }
     if (any_peer) md += side_by_side_table(groups[k], config_text);
+    md += graph_table(results, groups[k]);
   }
   md += axis_tables(results);
   if (above_peak)

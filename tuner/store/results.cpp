@@ -18,12 +18,15 @@
 #include "tuner/base/temp_file.hpp"
 #include "tuner/store/field_types.hpp"
 #include "tuner/store/side_by_side.hpp"
+#include "tuner/measure/graph_timing.hpp"
 
 namespace fs = std::filesystem;
 
 namespace moe::tuner {
 
 namespace {
+
+double rate(double amount, double median_us) { return median_us > 0 ? amount / (median_us * 1e-6) : 0; }
 
 struct Acc {
   json first;  // the first eval line: identity of the record
@@ -33,9 +36,48 @@ struct Acc {
   json measured = json::object();  // the latest measurement's kernels, their attributes, GPU state
   int rounds = 0;
   bool early_stop = false;
+  // The same candidate in a CUDA graph of `graph_calls` calls (graph-timed units): every round's
+  // samples, and the latest round's status and reason.
+  bool graph = false;
+  std::vector<double> graph_samples;
+  std::string graph_status, graph_reason;
+  int graph_calls = 0;
 };
 
-double rate(double amount, double median_us) { return median_us > 0 ? amount / (median_us * 1e-6) : 0; }
+std::string text_of(const json& j, const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : ""; }
+
+// An eval line's graph measurement (tuner/run/worker.cpp) added to the candidate's.
+void add_graph(Acc& a, const json& g) {
+  if (!g.is_object()) return;
+  a.graph = true;
+  if (g.contains("calls") && g["calls"].is_number_integer()) a.graph_calls = g["calls"].get<int>();
+  if (g.contains("samples_us") && g["samples_us"].is_array())
+    for (auto& x : g["samples_us"])
+      if (x.is_number()) a.graph_samples.push_back(x.get<double>());
+  a.graph_status = text_of(g, "status");
+  a.graph_reason = text_of(g, "reason");
+}
+
+// The record's "graph": what its stats are beside, as timing=graph. A status other than ok
+// carries the reason and no stats: nothing is invented where no graph ran.
+json graph_record(const Acc& a, double bytes, double flops, double peak) {
+  json g = {{"timing", "graph"}, {"graph_calls", a.graph_calls}, {"status", a.graph_status}};
+  if (!a.graph_reason.empty()) g["reason"] = a.graph_reason;
+  if (a.graph_status != kGraphOk || a.graph_samples.empty()) {
+    g["stats"] = nullptr;
+    return g;
+  }
+  const Stats st = summarize(a.graph_samples);
+  g["timer"] = "graph";
+  g["stats"] = to_json(st);
+  if (bytes > 0 || flops > 0) {
+    g["gbps"] = rate(bytes, st.median_us) / 1e9;
+    g["tflops"] = rate(flops, st.median_us) / 1e12;
+    if (peak > 0) g["pct_peak"] = 100.0 * g["gbps"].get<double>() / peak;
+  }
+  return g;
+}
+
 
 // The fastest record with status ok that runtime dispatch can run, timed by `timer` (any when
 // empty), other than `besides`; null when there is none.
@@ -80,6 +122,7 @@ json build_results(const JournalContents& jr, const json& meta) {
       for (const char* k : {"kernels", "kernel_attrs", "gpu", "throttled", "saved"})
         if (l.contains(k)) a.measured[k] = l[k];
       a.early_stop = l.value("early_stop", false);
+      if (l.contains("graph")) add_graph(a, l["graph"]);
       ++a.rounds;
     }
   }
@@ -123,6 +166,13 @@ json build_results(const JournalContents& jr, const json& meta) {
     r["timer"] = a.timer;
     if (!a.note.empty()) r["timer_note"] = a.note;
     for (auto& [k, v] : a.measured.items()) r[k] = v;
+    if (a.graph) {
+      // Graph-timed (the layer): which timing each number is, and the layer config's pdl.
+      r["timing"] = "alone";
+      if (r["config"].is_object() && r["config"].contains("pdl")) r["pdl"] = r["config"]["pdl"];
+      r["graph"] = graph_record(a, prep.count(pkey) ? prep[pkey].value("bytes", 0.0) : 0.0,
+                                prep.count(pkey) ? prep[pkey].value("flops", 0.0) : 0.0, peak);
+    }
     if (prep.count(pkey) && st.n > 0) {
       const double bytes = prep[pkey].value("bytes", 0.0), flops = prep[pkey].value("flops", 0.0);
       r["bytes"] = bytes;
@@ -328,24 +378,48 @@ static std::string csv_field(const std::string& s) {
 std::string results_csv(const json& results) {
   std::ostringstream os;
   os.precision(9);
+  // Results with graph-timed records (the layer) say per row which timing it is: the record's
+  // own (alone) and a second row of its graph measurement; other results keep their columns.
+  bool graphs = false;
+  for (auto& r : results["records"]) graphs = graphs || (r.contains("graph") && r["graph"].is_object());
   os << "kernel,backend,problem,tokens,config,is_default,status,n,min_us,q1_us,median_us,q3_us,max_us,mean_us,stdev_us,"
-        "noise,gbps,tflops,pct_peak,early_stop,error\n";
-  for (auto& r : results["records"]) {
-    const json s = r.contains("stats") && r["stats"].is_object() ? r["stats"] : json::object();  // null on emu
-    auto num = [&](const json& j, const char* k) {
-      std::ostringstream o;
-      o.precision(9);
-      if (j.contains(k) && j[k].is_number()) o << j[k].get<double>();
-      return o.str();
-    };
+        "noise,gbps,tflops,pct_peak,early_stop,error"
+     << (graphs ? ",timing,graph_calls,pdl" : "") << "\n";
+  auto num = [](const json& j, const char* k) {
+    std::ostringstream o;
+    o.precision(9);
+    if (j.contains(k) && j[k].is_number()) o << j[k].get<double>();
+    return o.str();
+  };
+  // One row: the record's identity, then `status`, `s` (stats), `m` (its rates), the rest.
+  auto row = [&](const json& r, const std::string& status, const json& s, const json& m, bool early_stop,
+                 const std::string& error) {
     os << csv_field(r.value("kernel", "")) << ',' << csv_field(r.value("backend", "")) << ','
        << csv_field(r.value("problem_key", "")) << ',' << r.value("tokens", 0) << ','
-       << csv_field(r.value("config_key", "")) << ',' << (r.value("is_default", false) ? 1 : 0) << ','
-       << r.value("status", "") << ',' << s.value("n", 0);
+       << csv_field(r.value("config_key", "")) << ',' << (r.value("is_default", false) ? 1 : 0) << ',' << status << ','
+       << s.value("n", 0);
     for (const char* k : {"min_us", "q1_us", "median_us", "q3_us", "max_us", "mean_us", "stdev_us", "noise"})
       os << ',' << num(s, k);
-    for (const char* k : {"gbps", "tflops", "pct_peak"}) os << ',' << num(r, k);
-    os << ',' << (r.value("early_stop", false) ? 1 : 0) << ',' << csv_field(r.value("error", "")) << '\n';
+    for (const char* k : {"gbps", "tflops", "pct_peak"}) os << ',' << num(m, k);
+    os << ',' << (early_stop ? 1 : 0) << ',' << csv_field(error);
+  };
+  for (auto& r : results["records"]) {
+    const json s = r.contains("stats") && r["stats"].is_object() ? r["stats"] : json::object();  // null on emu
+    row(r, r.value("status", ""), s, r, r.value("early_stop", false), r.value("error", ""));
+    if (!graphs) {
+      os << '\n';
+      continue;
+    }
+    const std::string pdl = num(r, "pdl");
+    os << ",alone,," << pdl << '\n';
+    if (!r.contains("graph") || !r["graph"].is_object()) continue;
+    const json& g = r["graph"];
+    // A graph that did not run (not capturable, not applicable) has no times: its reason instead.
+    const json gs = g.contains("stats") && g["stats"].is_object() ? g["stats"] : json::object();
+    const std::string gstatus = text_of(g, "status");
+    row(r, r.value("status", "") == "ok" ? gstatus : r.value("status", ""), gs, g, false,
+        gstatus == kGraphOk ? std::string() : text_of(g, "reason"));
+    os << ",graph," << num(g, "graph_calls") << ',' << pdl << '\n';
   }
   return os.str();
 }
