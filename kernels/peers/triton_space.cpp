@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "gmm/detail.hpp"
 #include "gmm/spec.hpp"
 
 namespace moe::peers {
@@ -60,6 +61,7 @@ Params triton_default(const Params& problem) {
 
 std::string triton_invalid_reason(const Params& problem, const Params& config, const DeviceInfo& dev) {
   const GmmSpec s = GmmSpec::parse(problem);
+  if (std::string why = gmm::expert_fn_invalid_reason(s); !why.empty()) return why;
   if (s.fp8)
     return "the engines' fp8 fused_moe path (block-scaled W8A8) is not driven by moebench yet: tune it with bf16 or f16";
   for (const char* k : {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K"}) {
