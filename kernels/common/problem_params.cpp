@@ -51,4 +51,32 @@ ParamSpec align() { return int_param("align", 16, 1, 1024, "A: each expert's row
 ParamSpec expert_begin() { return int_param("expert_begin", 0, 0, 1 << 20, "first local expert (expert parallelism)"); }
 ParamSpec expert_end() { return int_param("expert_end", -1, -1, 1 << 20, "one past the last local expert; -1: all"); }
 
+std::vector<ParamSpec> expert_fn() {
+  const auto positive = [](const char* name, double def, const char* help) {
+    ParamSpec s;
+    s.name = name;
+    s.kind = ParamKind::Float;
+    s.default_value = def;
+    s.above = 0;
+    s.help = help;
+    return s;
+  };
+  const auto flag = [](const char* name, const char* help) {
+    ParamSpec s = int_param(name, 0, 0, 1, help);
+    s.kind = ParamKind::Bool;
+    return s;
+  };
+  return {choice_param("activation", "silu", {"silu", "swiglu_oai"},
+                       "up's activation: silu(gate) * up, or gpt-oss's clamped SwiGLU (gate = min(gate, limit), "
+                       "up = clamp(up, -limit, limit), (up + 1) * gate * sigmoid(alpha * gate))"),
+          positive("alpha", 1.702, "swiglu_oai only: the sigmoid's slope"),
+          positive("limit", 7.0, "swiglu_oai only: the clamp of gate (above) and up (both sides)"),
+          choice_param("w13_layout", "split", {"split", "interleaved"},
+                       "w13's rows: split (gate rows 0..I-1, then up rows) or interleaved (gate and up rows "
+                       "alternate in blocks of w13_block)"),
+          int_param("w13_block", 1, 1, 1 << 17, "interleaved only: rows per gate or up block (gpt-oss: 1); divides I"),
+          flag("bias13", "up adds an expert bias bias13 [E, 2I] (in w13's row order) to gate|up before the activation"),
+          flag("bias2", "down adds an expert bias bias2 [E, D] to its output, before any routed weight")};
+}
+
 }  // namespace moe::pp

@@ -23,5 +23,9 @@ ParamSpec intermediate();                     // I (per TP shard)
 ParamSpec align();                            // A, dispatch block alignment
 ParamSpec expert_begin();                     // local expert range [begin, end) for EP
 ParamSpec expert_end();                       // -1: all (experts + shared)
+// The expert function (gmm and the layer): activation (silu | swiglu_oai) with alpha and
+// limit, w13_layout (split | interleaved) with w13_block, and the expert biases bias13 and
+// bias2. Their defaults are the SwiGLU every kernel computes.
+std::vector<ParamSpec> expert_fn();
 
 }  // namespace moe::pp

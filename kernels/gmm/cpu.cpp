@@ -209,11 +209,28 @@ struct Job {
   std::int64_t W_size;     // elements
   std::uint16_t* Y;        // [R, NO]
   const float* rw;         // [R] or null
+  const std::uint16_t* B;  // this stage's bias, [E, NW] (up) or [E, NO] (down), or null
   bool f16;                // else bf16
   std::int64_t K, NO, NW, I;
   int parts;  // up: 2, the gate and up columns' sums side by side
+  const GmmSpec* spec;  // the activation and w13's row order
   Cfg cfg;
 };
+
+MOE_GMM_CPU_INLINE float value_f32(const std::uint16_t* p, bool f16) {
+  float f;
+  to_f32(p, 1, 1, f16, &f);
+  return f;
+}
+
+// h from one gate and up sum (bias included), in fp32.
+MOE_GMM_CPU_INLINE float activate(const GmmSpec& s, float g, float u) {
+  if (!s.swiglu_oai) return g / (1.0f + std::exp(-g)) * u;
+  const auto limit = static_cast<float>(s.limit), alpha = static_cast<float>(s.alpha);
+  g = g > limit ? limit : g;
+  u = u > limit ? limit : u < -limit ? -limit : u;
+  return (u + 1.0f) * (g / (1.0f + std::exp(-alpha * g)));
+}
 
 // A thread's fp32 buffers: the tile's activation rows [bm][Kp], a group's weight rows
 // [kNR][Kp] (Kp: K rounded up to whole lanes, zero-padded), the tile's sums [bm][nw].
@@ -248,7 +265,9 @@ MOE_GMM_CPU_CLONES void run_tile(const Job& j, const Tile& t, Scratch& s) {
   const auto group = [&](std::int64_t g, const std::uint16_t** rows) {
     for (int q = 0; q < kNR; ++q) {
       const std::int64_t col = g + q, p = col / n;
-      rows[q] = col < j.parts * n ? We + (p * j.I + t.col0 + col - p * n) * K : nullptr;
+      rows[q] = col < j.parts * n ? We + (j.parts == 2 ? j.spec->w13_row(static_cast<int>(p), t.col0 + col - p * n)
+                                                      : t.col0 + col) * K
+                                 : nullptr;
     }
   };
   // Each row is converted start to end, a DRAM-friendly stream. While a group's math runs,
@@ -285,6 +304,31 @@ MOE_GMM_CPU_CLONES void run_tile(const Job& j, const Tile& t, Scratch& s) {
       continue;
     }
     const float* ci = c + i * nw;
+    // A padding row inside the tile stays zero with a bias too (trailing ones were skipped above).
+    if (j.B && zero_row(j.A + r * K, K)) {
+      std::fill(y, y + n, std::uint16_t{0});
+      continue;
+    }
+    if (j.B || j.spec->swiglu_oai) {
+      const std::uint16_t* b = j.B ? j.B + t.e * (j.parts == 2 ? j.NW : j.NO) : nullptr;
+      for (std::int64_t jj = 0; jj < n; ++jj) {
+        const std::int64_t col = t.col0 + jj;
+        float v = ci[jj];
+        if (j.parts == 2) {
+          float u = ci[n + jj];
+          if (b) {
+            v += value_f32(b + j.spec->w13_row(0, col), j.f16);
+            u += value_f32(b + j.spec->w13_row(1, col), j.f16);
+          }
+          v = activate(*j.spec, v, u);
+        } else {
+          if (b) v += value_f32(b + col, j.f16);
+          if (j.rw) v *= j.rw[r];
+        }
+        y[jj] = j.f16 ? to_f16(v) : to_bf16(v);
+      }
+      continue;
+    }
     for (std::int64_t jj = 0; jj < n; ++jj) {
       float v = ci[jj];
       if (j.parts == 2) v = v / (1.0f + std::exp(-v)) * ci[n + jj];
@@ -306,6 +350,8 @@ void run(const Params& problem, const Params& config, const RefMap& in, const Re
   j.W_size = s.e_local() * s.n_w() * s.k_dim();
   j.Y = need(out, s.out_name()).as<std::uint16_t>();
   j.rw = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;
+  j.B = s.biased() ? need(in, s.bias_name()).as<const std::uint16_t>() : nullptr;
+  j.spec = &s;
   j.f16 = s.dtype == DType::f16;
   j.K = s.k_dim();
   j.NO = s.n_out();

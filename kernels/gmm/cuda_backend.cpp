@@ -235,6 +235,12 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
 
 namespace {
 
+// A run or plan of a problem whose expert function the kernels do not compute refuses, rather
+// than compute silu(gate)*up on split rows without biases.
+void require_plain_expert_fn(const GmmSpec& s) {
+  if (std::string why = expert_fn_invalid_reason(s); !why.empty()) throw Error("gmm: " + why);
+}
+
 // The cuda backend runs two kernels (`kernel=mma|wgmma`), each reading its own parameters: one
 // set away from its default under the other kernel is a mistake worth saying so.
 std::string foreign_params(const std::vector<ParamSpec>& specs, const Params& config) {
@@ -270,6 +276,7 @@ BackendImpl cuda_backend() {
     std::string why = cublas::foreign_params(specs, config);
     if (!why.empty()) return why;
     const GmmSpec s = GmmSpec::parse(problem);
+    if (why = expert_fn_invalid_reason(s); !why.empty()) return why;
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::invalid_reason(s, cublas::parse_config(config), dev);
     why = foreign_params(specs, config);
@@ -281,6 +288,7 @@ BackendImpl cuda_backend() {
     const GmmSpec s = GmmSpec::parse(problem);
     const double rows = s.avg_rows_per_expert();
     std::vector<Params> v;
+    if (!s.plain_expert_fn()) return v;  // the default alone is tried, and refused saying why
     auto add = [&](const Params& p) { v.push_back(complete(specs, p, "gmm cuda config")); };
     for (auto& e : cuda::tiles())
       for (int split : cuda::kSplits)
@@ -353,9 +361,6 @@ BackendImpl cuda_backend() {
     // config its plan was made for; only an unplanned one parses them.
     if (const auto* lib = dynamic_cast<const cublas::Plan*>(ctx.plan))
       return cublas::run(lib->spec, lib->config, in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream, lib);
-    if (cublas::kind_of(config) != cublas::Kind::none)
-      return cublas::run(GmmSpec::parse(problem), cublas::parse_config(config), in, out, ctx.workspace,
-                         ctx.workspace_bytes, ctx.stream);
     if (const auto* slot = dynamic_cast<const wgmma::LaunchSlot*>(ctx.plan))
       return wgmma::run(slot->spec, slot->config, in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream, slot);
     if (const auto* planned = dynamic_cast<const cuda::Plan*>(ctx.plan))
@@ -364,16 +369,20 @@ BackendImpl cuda_backend() {
     if (const auto* planned = dynamic_cast<const fp8_mma::Plan*>(ctx.plan))
       return fp8_mma::run(planned->spec, planned->config, in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream,
                           planned);
-    if (wgmma::selected(config))
-      return wgmma::run(GmmSpec::parse(problem), wgmma::parse_config(config), in, out, ctx.workspace,
-                        ctx.workspace_bytes, ctx.stream);
+    // Plans are made only for problems the kernels compute (b.plan refuses the others).
     const GmmSpec s = GmmSpec::parse(problem);
+    require_plain_expert_fn(s);
+    if (cublas::kind_of(config) != cublas::Kind::none)
+      return cublas::run(s, cublas::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream);
+    if (wgmma::selected(config))
+      return wgmma::run(s, wgmma::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream);
     if (s.fp8)
       return fp8_mma::run(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream);
     cuda::run(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream, 0);
   };
   b.plan = [](const Params& problem, const Params& config, const RefMap& in) -> std::shared_ptr<const LaunchPlan> {
     const GmmSpec s = GmmSpec::parse(problem);
+    require_plain_expert_fn(s);
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::plan(s, cublas::parse_config(config), need(in, s.act_name()).shape.at(0));
     if (wgmma::selected(config))

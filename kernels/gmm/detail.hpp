@@ -1,6 +1,7 @@
 #pragma once
 // The gmm family's parts, wired together in family.cpp.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gmm/spec.hpp"
@@ -62,6 +63,9 @@ void run_fp8_cpu(const GmmSpec& s, std::int64_t block_m, const RefMap& in, const
 
 BackendImpl cpu_backend();
 BackendImpl cuda_backend();
+// Why the cuda kernels (and so the emu backend and the peers) cannot run this stage's expert
+// function; "" for the split silu*up without biases, the one they compute.
+std::string expert_fn_invalid_reason(const GmmSpec& s);
 
 // Multiply-adds above which the reference samples rows (fp64 loops on a few cores).
 inline constexpr double kReferenceFullMacs = 1.5e9;

@@ -26,13 +26,15 @@ std::vector<ParamSpec> problem_params() {
   rw.min = 0;
   rw.max = 1;
   rw.help = "down only: multiply each output row by its router weight (row_weight [R] f32)";
-  return {pp::tokens(),       pp::dtype("bf16", {"bf16", "f16", "fp8"}),
-          pp::experts(),      pp::topk(),
-          pp::shared(),       pp::hidden(),
-          pp::intermediate(), pp::align(),
-          pp::expert_begin(), pp::expert_end(),
-          stage,              rw,
-          pp::scale_fmt()};
+  std::vector<ParamSpec> v = {pp::tokens(),       pp::dtype("bf16", {"bf16", "f16", "fp8"}),
+                              pp::experts(),      pp::topk(),
+                              pp::shared(),       pp::hidden(),
+                              pp::intermediate(), pp::align(),
+                              pp::expert_begin(), pp::expert_end(),
+                              stage,              rw,
+                              pp::scale_fmt()};
+  for (ParamSpec& p : pp::expert_fn()) v.push_back(std::move(p));
+  return v;
 }
 
 std::vector<TensorSpec> input_specs(const GmmSpec& s) {
@@ -42,10 +44,14 @@ std::vector<TensorSpec> input_specs(const GmmSpec& s) {
                "row segments of the local experts, each padded to a multiple of align; offsets[0]=0, offsets[E]=R"});
   if (!s.down) {
     v.push_back({"x_sorted", s.dtype, {-1, D}, "dispatched rows, grouped by expert; padding rows are zero"});
-    v.push_back({"w13", s.dtype, {E, 2 * I, D}, "rows 0..I-1 gate, I..2I-1 up, K-contiguous"});
+    v.push_back({"w13", s.dtype, {E, 2 * I, D},
+                 s.interleaved ? "gate and up rows alternating in blocks of w13_block, K-contiguous"
+                               : "rows 0..I-1 gate, I..2I-1 up, K-contiguous"});
+    if (s.bias13) v.push_back({"bias13", s.dtype, {E, 2 * I}, "gate|up bias of each expert, in w13's row order"});
   } else {
     v.push_back({"h", s.dtype, {-1, I}, "the up stage's output rows"});
     v.push_back({"w2", s.dtype, {E, D, I}, "down projection, K-contiguous"});
+    if (s.bias2) v.push_back({"bias2", s.dtype, {E, D}, "output bias of each expert, added before the routed weight"});
     if (s.routed_weight) v.push_back({"row_weight", DType::f32, {-1}, "router weight of each row, 0 on padding rows"});
   }
   if (s.fp8) {
@@ -58,7 +64,7 @@ std::vector<TensorSpec> input_specs(const GmmSpec& s) {
 
 std::vector<TensorSpec> output_specs(const GmmSpec& s, std::int64_t rows) {
   if (!s.down) {
-    std::vector<TensorSpec> v = {{"h", s.dtype, {rows, s.intermediate}, "silu(gate) * up"}};
+    std::vector<TensorSpec> v = {{"h", s.dtype, {rows, s.intermediate}, s.swiglu_oai ? "swiglu_oai(gate, up)" : "silu(gate) * up"}};
     if (s.fp8) v.push_back({"h_scale", DType::f32, {rows, s.intermediate / 128}, "fp32 scale of each row's 128-wide groups"});
     return v;
   }
@@ -90,6 +96,12 @@ void check_fp8_weights(const GmmSpec& s, const TensorMap& in) {
     if (!(v[i] > 0.0f) || !std::isfinite(v[i]))
       throw Error(std::string("gmm: ") + s.weight_scale_name() + " at flat index " + std::to_string(i) + " is " +
                   std::to_string(v[i]) + ": weight block scales must be positive and finite");
+}
+
+std::string expert_fn_invalid_reason(const GmmSpec& s) {
+  if (s.plain_expert_fn()) return {};
+  return "moebench's cuda kernels and the engines' and libraries' kernels it drives compute silu(gate)*up on split "
+         "w13 without expert biases, not " + s.expert_fn_str() + ": use --backend cpu for this problem";
 }
 
 // Cross-tensor consistency that check_tensors (shapes one by one) cannot see.

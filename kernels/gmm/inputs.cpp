@@ -147,6 +147,12 @@ void make_inputs(const GmmSpec& s, const InputOptions& opt, TensorMap& in) {
     fill_normal(w, opt.seed, 2, 1.0 / std::sqrt(static_cast<double>(s.k_dim())));
     in[s.weight_name()] = std::move(w);
   }
+  if (s.biased() && !in.count(s.bias_name())) {
+    // O(1) biases, as the gate|up and output sums are: they move gate and up across the clamps.
+    Tensor b(s.dtype, {E, s.down ? s.hidden : 2 * s.intermediate});
+    fill_normal(b, opt.seed, s.down ? 4 : 3, 0.5);
+    in[s.bias_name()] = std::move(b);
+  }
   if (s.routed_weight && !in.count("row_weight")) {
     const auto pad = zero_rows(in.at(s.act_name()));
     Tensor rw(DType::f32, {R});

@@ -1,5 +1,6 @@
 // The definition of gmm: per expert, out = act * W^T with fp64 sums of the exact products of
-// the dtype operands; up: silu(gate) * up; down: times row_weight; then rounded to dtype.
+// the dtype operands; up: gate and up (plus bias13) through silu(gate) * up or swiglu_oai;
+// down: plus bias2, times row_weight; then rounded to dtype. All-zero (padding) rows give zeros.
 // Plain loops; only spread over the cores (and sampled when huge) so preset shapes finish.
 #include <algorithm>
 #include <cmath>
@@ -32,6 +33,14 @@ double dot(const float* a, const float* b, std::int64_t n) {
 }
 
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
+
+// gpt-oss's clamped SwiGLU: gate clamped above, up on both sides, up shifted by one.
+double swiglu_oai(double gate, double up, double alpha, double limit) {
+  if (gate > limit) gate = limit;
+  if (up > limit) up = limit;
+  if (up < -limit) up = -limit;
+  return (up + 1.0) * (gate / (1.0 + std::exp(-alpha * gate)));
+}
 
 }  // namespace
 
@@ -90,13 +99,19 @@ void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every
   const auto rows = reference_rows(s, in, &all, every_row);
   if (s.fp8) return reference_fp8(s, in, out, rows);
   // Rows left out hold NaN (never a plausible result), padding rows their exact zero.
-  if (static_cast<std::int64_t>(rows.size()) != R) {
+  const bool sampled = static_cast<std::int64_t>(rows.size()) != R;
+  const Tensor* bias = s.biased() ? &in.at(s.bias_name()) : nullptr;
+  // A bias would make a padding row non-zero: padding rows are zero by definition, not by arithmetic.
+  const std::vector<char> pad = sampled || bias ? zero_rows(act) : std::vector<char>();
+  if (sampled)
     for (std::int64_t i = 0; i < y.numel(); ++i) y.set(i, std::numeric_limits<double>::quiet_NaN());
-    const auto pad = zero_rows(act);
-    for (std::int64_t r = 0; r < R; ++r)
-      if (pad[r])
-        for (std::int64_t j = 0; j < NO; ++j) y.set(r * NO + j, 0.0);
-  }
+  for (std::int64_t r = 0; r < static_cast<std::int64_t>(pad.size()); ++r)
+    if (pad[r])
+      for (std::int64_t j = 0; j < NO; ++j) y.set(r * NO + j, 0.0);
+  // Where gate column j and up column j lie in w13 (and bias13).
+  const std::int64_t blk = s.w13_block;
+  const auto gate_row = [&](std::int64_t j) { return s.interleaved ? (j / blk) * 2 * blk + j % blk : j; };
+  const auto up_row = [&](std::int64_t j) { return s.interleaved ? gate_row(j) + blk : I + j; };
 
   std::vector<float> wf, af;
   const auto* wp = w.data<std::uint16_t>();
@@ -121,13 +136,19 @@ void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every
       for (std::size_t i = 0; i < mine.size(); ++i) {
         const float* a = af.data() + i * K;
         const std::int64_t r = mine[i];
+        if (bias && pad[r]) continue;
         for (std::int64_t j = jb; j < je; ++j) {
           double v;
           if (!s.down) {
-            const double g = dot(a, wf.data() + j * K, K), u = dot(a, wf.data() + (I + j) * K, K);
-            v = silu(g) * u;
+            double g = dot(a, wf.data() + gate_row(j) * K, K), u = dot(a, wf.data() + up_row(j) * K, K);
+            if (bias) {
+              g += bias->get(e * NW + gate_row(j));
+              u += bias->get(e * NW + up_row(j));
+            }
+            v = s.swiglu_oai ? swiglu_oai(g, u, s.alpha, s.limit) : silu(g) * u;
           } else {
             v = dot(a, wf.data() + j * K, K);
+            if (bias) v += bias->get(e * NO + j);
             if (rw) v *= rw[r];
           }
           y.set(r * NO + j, v);

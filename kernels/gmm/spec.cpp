@@ -36,9 +36,23 @@ GmmSpec GmmSpec::parse(const Params& p) {
   s.align = p.i("align");
   s.down = p.s("stage") == "down";
   s.routed_weight = p.b("routed_weight");
+  // The expert function's parameters are absent from problems built before they existed.
+  s.swiglu_oai = p.has("activation") && p.s("activation") == "swiglu_oai";
+  if (p.has("alpha")) s.alpha = p.f("alpha");
+  if (p.has("limit")) s.limit = p.f("limit");
+  s.interleaved = p.has("w13_layout") && p.s("w13_layout") == "interleaved";
+  if (p.has("w13_block")) s.w13_block = p.i("w13_block");
+  s.bias13 = p.has("bias13") && p.b("bias13");
+  s.bias2 = p.has("bias2") && p.b("bias2");
   if (s.dtype != DType::bf16 && s.dtype != DType::f16 && !s.fp8)
     throw Error("gmm computes in bf16, f16 or fp8, not " + std::string(dtype_name(s.dtype)));
   if (s.fp8) check_fp8_dims("gmm", s.hidden, s.intermediate);
+  if (s.fp8 && !s.plain_expert_fn())
+    throw Error("gmm: dtype=fp8 computes silu(gate)*up on split w13 without expert biases; this problem asks for " +
+                s.expert_fn_str() + ": use dtype bf16 or f16 for it");
+  if (s.interleaved && !s.down && s.intermediate % s.w13_block != 0)
+    throw Error("gmm: w13_block=" + std::to_string(s.w13_block) + " does not divide intermediate=" +
+                std::to_string(s.intermediate) + ": interleaved gate and up blocks must tile I (per --tp shard)");
   if (s.topk > s.experts)
     throw Error("gmm: topk=" + std::to_string(s.topk) + " is larger than experts=" + std::to_string(s.experts));
   if (s.routed_weight && !s.down)
@@ -61,6 +75,15 @@ double GmmSpec::avg_rows_per_expert() const {
   const double routed = static_cast<double>(tokens) * static_cast<double>(topk) / static_cast<double>(experts);
   const double rows = (shared > 0 && expert_end > experts) ? std::max(routed, static_cast<double>(tokens)) : routed;
   return std::ceil(std::max(rows, 1.0) / static_cast<double>(align)) * static_cast<double>(align);
+}
+
+std::string GmmSpec::expert_fn_str() const {
+  std::string r;
+  const auto add = [&r](const std::string& t) { r += (r.empty() ? "" : ", ") + t; };
+  if (!down && swiglu_oai) add("activation=swiglu_oai");
+  if (!down && interleaved) add("w13_layout=interleaved");
+  if (biased()) add(std::string(bias_name()) + "=1");
+  return r;
 }
 
 std::string GmmSpec::describe() const {

@@ -22,6 +22,12 @@ struct GmmSpec {
   std::int64_t expert_begin = 0, expert_end = 0;  // resolved: never -1
   bool down = false;              // stage: false = up (w13, silu*up), true = down (w2)
   bool routed_weight = false;     // down only: multiply each row by row_weight
+  // The expert function (docs/design.md, gmm). Parsed for either stage; each stage reads its own.
+  bool swiglu_oai = false;        // up: gpt-oss's clamped SwiGLU, else silu(gate) * up
+  double alpha = 1.702, limit = 7.0;
+  bool interleaved = false;       // w13's gate and up rows alternate in blocks of w13_block
+  std::int64_t w13_block = 1;
+  bool bias13 = false, bias2 = false;
 
   // Throws an Error naming the bad parameter and what to do.
   static GmmSpec parse(const Params& problem);
@@ -47,6 +53,18 @@ struct GmmSpec {
   std::int64_t max_rows() const { return max_dispatch_rows(tokens, slots(), e_local(), align); }
   // Rows an active local expert gets on average (routed experts; shared ones get every token).
   double avg_rows_per_expert() const;
+
+  // This stage's bias (up: bias13 [E, 2I]; down: bias2 [E, D]), and whether the stage computes
+  // exactly the split silu(gate)*up without biases, the one expert function every kernel has.
+  bool biased() const { return down ? bias2 : bias13; }
+  const char* bias_name() const { return down ? "bias2" : "bias13"; }
+  bool plain_expert_fn() const { return down ? !bias2 : !swiglu_oai && !interleaved && !bias13; }
+  // What this stage asks for beyond that ("activation=swiglu_oai, w13_layout=interleaved"), "" when plain.
+  std::string expert_fn_str() const;
+  // The w13 row (and bias13 entry) holding column c of the gate (part 0) or up (part 1) projection.
+  std::int64_t w13_row(int part, std::int64_t c) const {
+    return interleaved ? c / w13_block * 2 * w13_block + part * w13_block + c % w13_block : part * intermediate + c;
+  }
 
   const char* act_name() const { return down ? "h" : "x_sorted"; }
   const char* weight_name() const { return down ? "w2" : "w13"; }

@@ -124,7 +124,8 @@ Cost cost(const GmmSpec& s, const TensorMap& in) {
   c.flops = 2.0 * real * static_cast<double>(s.k_dim()) * static_cast<double>(s.n_w());
   c.bytes = active * static_cast<double>(s.weight_bytes_per_expert()) + R * static_cast<double>(s.k_dim()) * es +
             R * static_cast<double>(s.n_out()) * os + static_cast<double>(s.e_local() + 1) * 4 +
-            (s.routed_weight ? R * 4 : 0) + scales;
+            (s.routed_weight ? R * 4 : 0) + scales +
+            (s.biased() ? active * static_cast<double>(s.down ? s.hidden : s.n_w()) * es : 0.0);
   return c;
 }
 

@@ -180,7 +180,15 @@ BackendImpl layer_backend(Backend b) {
     // dispatch only returns valid configs), so no table is read here: with no dirs it resolves
     // quietly to the default, and checking a config prints no warning about a missing table.
     try {
-      resolve_layer(b, L, c, dev, {}, true);
+      const ResolvedLayer r = resolve_layer(b, L, c, dev, {}, true);
+      // A stage's default may be a config its kernels cannot run for this problem (the cuda gmm
+      // kernels and gpt-oss's expert function): the layer is invalid for the stage's reason.
+      for (std::size_t i = 0; i < r.stages.size(); ++i) {
+        const BackendImpl& si = family(r.stages[i].family).need_backend(b);
+        if (!si.invalid_reason) continue;
+        if (std::string why = si.invalid_reason(r.stages[i].problem, r.choices[i].config, dev); !why.empty())
+          return "stage " + r.stages[i].name + ": " + why;
+      }
     } catch (const Error& e) {
       return e.what();
     }
@@ -310,6 +318,7 @@ FamilyDesc make_layer() {
                       pp::shared(),      pp::groups(),  pp::topk_group(), pp::group_score(), pp::scoring(),
                       pp::renormalize(), pp::rsf(),     pp::bias(),       pp::hidden(),      pp::intermediate(),
                       pp::align(),       pp::scale_fmt(),    pp::expert_begin(), pp::expert_end()};
+  for (ParamSpec& p : pp::expert_fn()) f.problem_params.push_back(std::move(p));
   // The stages' own rules. gmm's include the host memory for its activations, which the layer
   // does not hold on the host (its footprint counts them where it runs): gmm is asked at one
   // token, where what is left to check is its weights.
@@ -332,8 +341,10 @@ FamilyDesc make_layer() {
     const std::int64_t T = L.i("tokens"), E = L.i("experts"), El = El_of(L), D = L.i("hidden"), I = L.i("intermediate");
     const DType act = act_dtype(L), wt = is_fp8(L) ? DType::e4m3 : act;
     std::vector<TensorSpec> v = {{"logits", act, {T, E}, "router logits"}, {"x", act, {T, D}, "activations"},
-                                 {"w13", wt, {El, 2 * I, D}, "gate and up weights of the local experts"},
+                                 {"w13", wt, {El, 2 * I, D}, "gate and up weights of the local experts (rows as w13_layout says)"},
                                  {"w2", wt, {El, D, I}, "down weights of the local experts"}};
+    if (L.b("bias13")) v.push_back({"bias13", act, {El, 2 * I}, "gate|up bias of the local experts, in w13's row order"});
+    if (L.b("bias2")) v.push_back({"bias2", act, {El, D}, "down bias of the local experts"});
     if (is_fp8(L)) {
       v.push_back({"w13_scale", DType::f32, {El, 2 * I / 128, D / 128}, "fp32 scale of each 128x128 block of w13"});
       v.push_back({"w2_scale", DType::f32, {El, D / 128, I / 128}, "fp32 scale of each 128x128 block of w2"});
@@ -366,7 +377,8 @@ FamilyDesc make_layer() {
     // gmm makes no activations the layer would throw away (17 GB of x_sorted at kimi-k2's 32k).
     InputOptions o2 = opt;
     o2.seed = opt.seed + 1;
-    for (const auto& [i, names] : {std::pair<std::size_t, Names>{2, {"w13", "w13_scale"}}, {3, {"w2", "w2_scale"}}}) {
+    for (const auto& [i, names] :
+         {std::pair<std::size_t, Names>{2, {"w13", "w13_scale", "bias13"}}, {3, {"w2", "w2_scale", "bias2"}}}) {
       TensorMap w = lend(names);
       family("gmm").make_inputs(Params(stages[i].problem).set("tokens", std::int64_t{1}), o2, w);
       take(w, names);

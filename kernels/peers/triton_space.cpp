@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "gmm/detail.hpp"
 #include "gmm/spec.hpp"
 
 namespace moe::peers {
@@ -70,6 +71,7 @@ Params triton_default(const Params& problem) {
 
 std::string triton_invalid_reason(const Params& problem, const Params& config, const DeviceInfo& dev) {
   const GmmSpec s = GmmSpec::parse(problem);
+  if (std::string why = gmm::expert_fn_invalid_reason(s); !why.empty()) return why;
   // fp8: a K step must stay inside one 128-wide scale block (the kernel loads one scale per
   // step), which is the filter vLLM's tuner applies for block_shape [128, 128].
   if (s.fp8 && (config.i("BLOCK_SIZE_K") > 128 || 128 % config.i("BLOCK_SIZE_K") != 0))

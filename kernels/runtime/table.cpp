@@ -41,6 +41,14 @@ std::string problem_key(const Params& problem) {
   p.erase("tokens");
   // The scale format means something for fp8 only: bf16 and f16 keys stay as they were.
   if (p.has("scale_fmt") && !(p.has("dtype") && p.at("dtype") == Value(std::string("fp8")))) p.erase("scale_fmt");
+  // The expert function's parameters only where they change what the stage computes, so keys of
+  // silu on split w13 without biases read as before they existed.
+  const auto is = [&p](const char* k, Value v) { return p.has(k) && p.at(k) == v; };
+  const bool down = is("stage", std::string("down")), up = is("stage", std::string("up"));
+  if (down || !is("activation", std::string("swiglu_oai"))) p.erase("activation"), p.erase("alpha"), p.erase("limit");
+  if (down || !is("w13_layout", std::string("interleaved"))) p.erase("w13_layout"), p.erase("w13_block");
+  if (down || !is("bias13", std::int64_t{1})) p.erase("bias13");
+  if (up || !is("bias2", std::int64_t{1})) p.erase("bias2");
   return p.str();
 }
 

@@ -39,7 +39,8 @@ struct ConfigTable {
 std::string device_slug(const DeviceInfo& dev);
 std::string slugify(const std::string& name);
 // The problem without its token count, as "name=value,..." in name order: one table per key
-// (scale_fmt only where dtype is fp8, so other keys read as before it existed).
+// (scale_fmt only where dtype is fp8, the expert function's parameters only where they differ
+// from silu on split w13 without biases and matter to the stage, so other keys read as before).
 std::string problem_key(const Params& problem);
 // <dir>/<device>/<kernel>/<problem key>.json
 std::string table_path(const std::string& dir, const std::string& device, const std::string& kernel,

@@ -87,6 +87,21 @@ TensorRef view(const KernelObj& k, const tvm::ffi::TensorView& t, const char* na
   return r;
 }
 
+TensorRef host_view(const tvm::ffi::TensorView& t, const char* entry, const char* name) {
+  TensorRef r;
+  if (!from_dlpack(t.dtype(), r.dtype))
+    throw Error(std::string(entry) + ": tensor '" + name + "' has dtype " + dlpack_name(t.dtype()) +
+                ", which moebench does not take: use float32, float16, bfloat16, int32 or float8_e4m3fn");
+  if (t.device().device_type != kDLCPU)
+    throw Error(std::string(entry) + ": tensor '" + name + "' is on " + device_name(t.device()) +
+                ": weights are prepared in host memory, once at load time; move them to the CPU (.cpu()) first");
+  if (!t.IsContiguous())
+    throw Error(std::string(entry) + ": tensor '" + name + "' is not contiguous: pass a compact row-major tensor (.contiguous())");
+  r.data = static_cast<char*>(t.data_ptr()) + t.byte_offset();
+  for (std::int64_t s : t.shape()) r.shape.push_back(s);
+  return r;
+}
+
 Workspace workspace_of(const KernelObj& k, const tvm::ffi::Optional<tvm::ffi::TensorView>& w) {
   if (!w.has_value()) return {};
   const tvm::ffi::TensorView v = *w;

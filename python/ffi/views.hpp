@@ -37,6 +37,10 @@ DType dtype_of(const KernelObj& k, DLDataType t, const std::string& name);
 // else, uint16 included, is refused), compact row-major, on the kernel's device.
 TensorRef view(const KernelObj& k, const tvm::ffi::TensorView& t, const char* name);
 
+// A view of `t` in host memory for an entry point that binds no Kernel (`entry` names it in
+// errors): the dtypes `view` takes, compact row-major, on the CPU.
+TensorRef host_view(const tvm::ffi::TensorView& t, const char* entry, const char* name);
+
 // The caller's workspace (any dtype: bytes), on the kernel's device; none when absent.
 struct Workspace {
   void* data = nullptr;

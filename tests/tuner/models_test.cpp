@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +34,7 @@ struct Expect {
 const std::vector<Expect> kModels = {
     {"deepseek-v3", 256, 8, 1, 8, 4, "sigmoid", 1, 1, 2.5, 7168, 2048},
     {"gpt-oss-120b", 128, 4, 0, 1, 1, "softmax", 0, 1, 1.0, 2880, 2880},
+    {"gpt-oss-20b", 32, 4, 0, 1, 1, "softmax", 0, 1, 1.0, 2880, 2880},
     {"kimi-k2", 384, 8, 1, 1, 1, "sigmoid", 1, 1, 2.827, 7168, 2048},
     {"kimi-vl-a3b", 64, 6, 2, 1, 1, "sigmoid", 1, 1, 2.446, 2048, 1408},
     {"llama4-maverick", 128, 1, 1, 1, 1, "sigmoid", 0, 0, 1.0, 5120, 8192},
@@ -48,12 +50,27 @@ const std::vector<std::string> kKeys = {"bias",        "dtype",  "experts", "gro
 
 void expect_model(const Params& m, const Expect& e, const std::string& what) {
   SCOPED_TRACE(what);
+  const std::string name = e.name;
+  // gpt-oss's experts are its own (a clamped SwiGLU on interleaved gate/up rows, with biases);
+  // every other model's are silu(gate)*up on split rows, without biases, and say nothing.
+  const std::vector<std::string> expert_fn = {"activation", "alpha", "limit", "w13_layout", "w13_block", "bias13", "bias2"};
+  const bool oai = name.rfind("gpt-oss", 0) == 0;
   std::vector<std::string> keys;
   for (auto& [k, v] : m.values())
-    if (k != "quant" && k != "scale_fmt") keys.push_back(k);
+    if (k != "quant" && k != "scale_fmt" && std::find(expert_fn.begin(), expert_fn.end(), k) == expert_fn.end())
+      keys.push_back(k);
   EXPECT_EQ(keys, kKeys);
+  for (const std::string& k : expert_fn) EXPECT_EQ(m.has(k), oai) << k;
+  if (oai) {
+    EXPECT_EQ(m.s("activation"), "swiglu_oai");
+    EXPECT_EQ(m.f("alpha"), 1.702);
+    EXPECT_EQ(m.f("limit"), 7.0);
+    EXPECT_EQ(m.s("w13_layout"), "interleaved");
+    EXPECT_EQ(m.i("w13_block"), 1);
+    EXPECT_EQ(m.i("bias13"), 1);
+    EXPECT_EQ(m.i("bias2"), 1);
+  }
   // The models served as fp8 block-scaled W8A8 say so (quantization_config); the others do not.
-  const std::string name = e.name;
   const bool fp8 = name == "deepseek-v3" || name == "kimi-k2" || name.rfind("qwen3-", 0) == 0;
   EXPECT_EQ(m.has("quant"), fp8);
   EXPECT_EQ(m.has("scale_fmt"), fp8);
@@ -234,6 +251,35 @@ TEST(ModelHfConfig, EachFamilyParsesToItsPreset) {
     expect_model(hf, e, std::string("hf ") + e.name);
     EXPECT_EQ(hf, moe::tuner::load_model(e.name)) << e.name << ": " << hf.str();
   }
+}
+
+TEST(ModelHfConfig, GptOssReadsItsSwigluLimitAndRefusesABadOne) {
+  TempDir dir;
+  json j = json::parse(std::ifstream(kHf + "gpt-oss-120b.json"));
+  j["swiglu_limit"] = 5.5;
+  EXPECT_EQ(moe::tuner::load_hf_config(dir.write("limit.json", j.dump())).f("limit"), 5.5);
+  j.erase("swiglu_limit");
+  const Params m = moe::tuner::load_hf_config(dir.write("none.json", j.dump()));
+  EXPECT_EQ(m.f("limit"), 7.0);
+  EXPECT_EQ(m.s("activation"), "swiglu_oai");
+  j["swiglu_limit"] = -1;
+  const std::string bad = dir.write("bad.json", j.dump());
+  expect_error([&] { moe::tuner::load_hf_config(bad); }, {bad, "swiglu_limit -1", "7.0"});
+  j["swiglu_limit"] = "seven";
+  const std::string word = dir.write("word.json", j.dump());
+  expect_error([&] { moe::tuner::load_hf_config(word); }, {word, "swiglu_limit", "expected a number"});
+}
+
+TEST(ModelPresets, AnExpertFunctionFieldOutOfItsRangeIsAnError) {
+  TempDir dir;
+  json j = preset_json("gpt-oss-120b");
+  j["limit"] = 0;
+  const std::string p = dir.write("zero.json", j.dump());
+  expect_error([&] { moe::tuner::load_model(p); }, {p, "limit"});
+  j = preset_json("gpt-oss-120b");
+  j["activation"] = "gelu";
+  const std::string q = dir.write("gelu.json", j.dump());
+  expect_error([&] { moe::tuner::load_model(q); }, {q, "activation", "swiglu_oai"});
 }
 
 TEST(ModelHfConfig, GroupLimitedGreedyScoresGroupsByTheirBest) {

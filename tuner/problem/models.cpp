@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -29,6 +30,10 @@ std::vector<ParamSpec> model_specs() {
           pp::scoring(), pp::bias(),  pp::renormalize(), pp::rsf(), pp::hidden(), pp::intermediate(),
           pp::dtype("bf16", {"bf16", "f16", "f32"})};
 }
+
+// The expert function's parameters (gpt-oss's clamped SwiGLU, interleaved w13, biases): a preset
+// may set them; left out, they are the SwiGLU every other model has and are not set.
+std::vector<ParamSpec> expert_fn_specs() { return pp::expert_fn(); }
 
 // The largest routed_scaling_factor a config may hold.
 constexpr double kMaxRsf = 1000;
@@ -123,6 +128,7 @@ Params load_preset(const std::string& path) {
   const std::string where = "model preset '" + path + "'";
   std::vector<std::string> names;
   for (auto& s : model_specs()) names.push_back(s.name);
+  for (auto& s : expert_fn_specs()) names.push_back(s.name);
   for (auto& [k, v] : j.items()) {
     if (k == "name" || k == "source" || k == "notes" || k == "quantization_config") continue;
     if (std::find(names.begin(), names.end(), k) == names.end())
@@ -130,7 +136,12 @@ Params load_preset(const std::string& path) {
                   ", name, source, notes, quantization_config)");
   }
   Params m;
-  for (auto& s : model_specs()) {
+  std::vector<ParamSpec> specs = model_specs();
+  for (auto& s : expert_fn_specs()) specs.push_back(s);
+  const std::size_t required = model_specs().size();
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const ParamSpec& s = specs[i];
+    if (!j.contains(s.name) && i >= required) continue;
     if (!j.contains(s.name)) throw Error(where + " is missing the field '" + s.name + "' (" + s.help + ")");
     const json& v = j.at(s.name);
     auto wrong = [&](const char* want) {
@@ -156,6 +167,11 @@ Params load_preset(const std::string& path) {
         m.set(s.name, s.name == "dtype" ? normalise_dtype(v.get<std::string>()) : v.get<std::string>());
         break;
     }
+    if (i >= required) try {
+        check_value(s, m.at(s.name));
+      } catch (const Error& e) {
+        throw Error(where + ": " + e.what());
+      }
   }
   check_model(m, where);
   if (j.contains("quantization_config")) read_quantization(j.at("quantization_config"), where, m);
@@ -453,6 +469,18 @@ Params load_hf_config(const std::string& path) {
   if (dt != "bf16" && dt != "f16" && dt != "f32") dt = "bf16";
   m.set("dtype", dt);
 
+  // gpt-oss's experts (its modeling code): gate and up interleaved column by column in one
+  // biased projection, the clamped SwiGLU with alpha 1.702 and the config's swiglu_limit, a
+  // biased down projection.
+  if (c.model_type_is({"gpt_oss"})) {
+    const double limit = c.number({"swiglu_limit"}, "SwiGLU clamp", 7.0);
+    if (!(limit > 0) || !std::isfinite(limit))
+      throw Error("Hugging Face config '" + path + "': swiglu_limit " + fmt_number(limit) +
+                  " is not a positive number (gpt-oss uses 7.0): fix the file");
+    m.set("activation", std::string("swiglu_oai")).set("alpha", 1.702).set("limit", limit);
+    m.set("w13_layout", std::string("interleaved")).set("w13_block", std::int64_t{1});
+    m.set("bias13", std::int64_t{1}).set("bias2", std::int64_t{1});
+  }
   check_model(m, "Hugging Face config '" + path + "'");
   if (const json* q = c.find({"quantization_config"})) read_quantization(*q, "Hugging Face config '" + path + "'", m);
   std::cerr << warning;

@@ -7,7 +7,9 @@
 // group_score, scoring, dtype (strings). A family takes the ones it has. A model served in fp8
 // (quantization_config with quant_method fp8) adds quant ("fp8" for the 128x128 / 1x128 recipe,
 // else a phrase saying how it differs) and scale_fmt (fp32 | ue8m0); dtype stays the
-// activations' type, and --dtype fp8 selects the recipe.
+// activations' type, and --dtype fp8 selects the recipe. A model whose experts are not
+// silu(gate)*up on split w13 without biases (gpt-oss) adds the expert function's parameters:
+// activation, alpha, limit, w13_layout, w13_block, bias13, bias2 (pp::expert_fn()).
 #include <string>
 #include <vector>
 

@@ -79,7 +79,8 @@ void moe_layer(const Kernel& k, TensorRef logits, const TensorRef* bias, TensorR
                TensorRef out, void* stream, void* workspace, std::size_t workspace_bytes);
 // The layer with dtype=fp8 (DESIGN.md 1.6): bf16 logits and x, e4m3 weights (uint8 codes) with
 // one f32 scale per 128x128 block, bf16 out. The other families' fp8 tensors (x_scale, h_scale,
-// ...) go through Kernel::run by name.
+// ...) go through Kernel::run by name, as do the expert biases of a problem with bias13 or bias2
+// (gpt-oss; docs/design.md, gmm).
 void moe_layer_fp8(const Kernel& k, TensorRef logits, const TensorRef* bias, TensorRef x, TensorRef w13,
                    TensorRef w13_scale, TensorRef w2, TensorRef w2_scale, TensorRef out, void* stream, void* workspace,
                    std::size_t workspace_bytes);
