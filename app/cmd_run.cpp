@@ -114,6 +114,9 @@ void print_layer_timings(const tuner::Prepared& p, Backend backend, const Params
 
 void run(const CLI::App& cmd, const ProblemArgs& pa, const RunArgs& ra) {
   const FamilyDesc& f = family(ra.family);
+  // Only the layer is timed in a graph: the flag would do nothing for another family.
+  if (cmd.count("--graph-calls") > 0 && f.name != "moe-layer")
+    throw Error("--graph-calls times moe-layer in a CUDA graph: leave it out for " + f.name);
   const Backend backend = pick_backend(ra.backend);
   if (backend == Backend::cuda) require_cuda_device(ra.device);
   else refuse_for_cpu(cmd, "--device", "names the GPU to run on", backend);

@@ -125,6 +125,9 @@ void run(const CLI::App& cmd, const SweepArgs& a) {
   if (engine && !a.tables.empty() && a.tables != "none")
     throw Error("--tables " + a.tables + ": with --backend " + a.backend + " the configs are the engine's; --engine-config DIR "
                 "writes the engine's file and moebench's table of the same results (under DIR/moebench-tables)");
+  // Only the layer is timed in a graph: the flag would do nothing for a sweep without it.
+  if (cmd.count("--graph-calls") > 0 && a.what != "moe-layer" && a.what != "all")
+    throw Error("--graph-calls times moe-layer in a CUDA graph: sweep moe-layer or all, or leave it out for " + a.what);
   tuner::SweepOptions o;
   o.backend = backend;
   if (engine) o.engine = a.backend;

@@ -51,6 +51,20 @@ TEST(LayerGraphCli, GraphCallsMustBeAPositiveInteger) {
   }
 }
 
+TEST(LayerGraphCli, GraphCallsIsRefusedWhereNoLayerIsTimed) {
+  const auto r = moebench("run router --experts 8 --topk 2 --backend cpu --tokens 4 --graph-calls 3");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("moebench: error: --graph-calls times moe-layer in a CUDA graph: leave it out for router"),
+            std::string::npos)
+      << r.out;
+  const auto s = moebench("sweep gmm --backend cpu --tokens 4 --dry-run --graph-calls 3");
+  EXPECT_EQ(s.code, 2) << s.out;
+  EXPECT_NE(s.out.find("sweep moe-layer or all"), std::string::npos) << s.out;
+  // Where the layer is swept, it is taken (all: the layer among the families).
+  const auto all = moebench("sweep all" + kShape + " --tokens 4 --dry-run --graph-calls 3");
+  EXPECT_EQ(all.code, 0) << all.out;
+}
+
 TEST(LayerGraphCli, SweepRecordsTheLayerNotGraphTimedOnTheCpuAndItsStagesUnchanged) {
   const fs::path d = moe::testing::fresh_temp_dir("layer-graph-cli");
   const auto r = moebench("sweep moe-layer" + kShape + kFast + " --tokens 4 --graph-calls 4 --out " + quote(d / "out"));

@@ -24,6 +24,7 @@
 #include "tuner/measure/timer_cuda.hpp"
 #include "tuner/run/worker.hpp"
 #include "tuner/run/worker_process.hpp"
+#include "tuner/search/layer_units.hpp"
 
 using namespace moe;
 using namespace moe::tuner;
@@ -339,6 +340,56 @@ TEST(TunerGpu, CudaSweepReportsPeakTimerAndTables) {
   }
   ASSERT_EQ(out.tables.size(), 1u);
   EXPECT_NE(out.tables[0].find(runtime::device_slug(cuda_device_info(0))), std::string::npos);
+  std::printf("%s\n", out.summary_md.c_str());
+  fs::remove_all(d);
+}
+
+// The layer's sweep times every layer candidate alone and again as engines run it (10 calls in
+// one CUDA graph), pdl=1 and pdl=0: each record carries both, and the summary shows them side by side.
+TEST(TunerGpu, LayerSweepTimesEachCandidateAloneAndInAGraph) {
+  REQUIRE_GPU();
+  const fs::path d = fs::temp_directory_path() / ("moebench-gpu-layer-graph-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  const Params L = complete(family("moe-layer").problem_params,
+                            Params{{"experts", std::int64_t{16}}, {"topk", std::int64_t{4}}, {"shared", std::int64_t{1}},
+                                   {"hidden", std::int64_t{256}}, {"intermediate", std::int64_t{128}},
+                                   {"align", std::int64_t{16}}, {"tokens", std::int64_t{1}}},
+                            "layer");
+  std::vector<std::string> warnings;
+  SweepOptions o;
+  o.units = layer_units(L, {}, Backend::cuda, warnings);
+  o.tokens = {1, 16};
+  o.backend = Backend::cuda;
+  o.devices = {0};
+  o.budget.candidates = 1;
+  o.graph_calls = 10;
+  o.out_dir = (d / "out").string();
+  o.tables_dir = (d / "tables").string();
+  o.rule.min_samples = 5;
+  o.rule.min_time_s = 1e-3;
+  o.rule.max_time_s = 0.2;
+  o.watchdog_s = 30;
+  o.launch = self_worker();
+  o.progress = ProgressMode::quiet;
+  o.handle_signals = false;
+  const SweepOutcome out = run_sweep(o);
+  int graphed = 0;
+  for (auto& r : out.results["records"]) {
+    if (r["kernel"] != "moe-layer") {
+      EXPECT_FALSE(r.contains("graph")) << r["kernel"];
+      continue;
+    }
+    ASSERT_EQ(r["status"], "ok") << r.dump();
+    EXPECT_EQ(r["timing"], "alone");
+    const json& g = r["graph"];
+    EXPECT_EQ(g["status"], "ok") << g.dump();
+    EXPECT_EQ(g["graph_calls"], 10);
+    EXPECT_EQ(g["timer"], "graph");
+    EXPECT_GT(g["stats"]["median_us"].get<double>(), 0.0);
+    ++graphed;
+  }
+  EXPECT_GE(graphed, 4);  // per token count: auto with pdl=1 and pdl=0 (and the defaults' baseline)
+  EXPECT_NE(out.summary_md.find("| 1 | auto (the tuned stages) | 0 | "), std::string::npos) << out.summary_md;
   std::printf("%s\n", out.summary_md.c_str());
   fs::remove_all(d);
 }

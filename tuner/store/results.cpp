@@ -16,9 +16,9 @@
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
 #include "tuner/base/temp_file.hpp"
+#include "tuner/measure/graph_timing.hpp"
 #include "tuner/store/field_types.hpp"
 #include "tuner/store/side_by_side.hpp"
-#include "tuner/measure/graph_timing.hpp"
 
 namespace fs = std::filesystem;
 
@@ -77,7 +77,6 @@ json graph_record(const Acc& a, double bytes, double flops, double peak) {
   }
   return g;
 }
-
 
 // The fastest record with status ok that runtime dispatch can run, timed by `timer` (any when
 // empty), other than `besides`; null when there is none.

@@ -4,6 +4,7 @@
 // why; table keys that keep the plain problems' keys and separate the others.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,14 @@ TEST(GmmExpertFn, CpuMatchesTheReferenceForEveryLayoutActivationAndBias) {
               pr.set("w13_block", block).set("bias13", bias);
               const auto p = prepare(F(), pr, seeded(static_cast<std::uint64_t>(7 + checked)));
               EXPECT_EQ(p.inputs.count("bias13"), static_cast<std::size_t>(bias));
+              if (bias) {  // random O(1) biases, never zeros
+                const Tensor& b = p.inputs.at("bias13");
+                double sq = 0;
+                for (std::int64_t i = 0; i < b.numel(); ++i) sq += b.get(i) * b.get(i);
+                const double rms = std::sqrt(sq / static_cast<double>(b.numel()));
+                EXPECT_GT(rms, 0.3);
+                EXPECT_LT(rms, 0.8);
+              }
               for (const Params& c : {cfg(8, 16, 64), cfg(32, 32, 512)}) {
                 const auto o = run_cpu(p, c, 2);
                 EXPECT_TRUE(o.validation.ok) << pr.str() << " " << c.str() << ": " << o.validation.summary();
@@ -211,6 +220,24 @@ TEST(GmmExpertFn, KernelsThatComputeSiluAloneRefuseTheOthersSayingWhy) {
                       {"BLOCK_SIZE_K", std::int64_t{64}}, {"GROUP_SIZE_M", std::int64_t{1}},
                       {"num_warps", std::int64_t{4}},     {"num_stages", std::int64_t{3}}};
   EXPECT_NE(peers::triton_invalid_reason(full, triton, h100).find("activation=swiglu_oai"), std::string::npos);
+}
+
+TEST(GmmExpertFn, TheLayerOnTheEmulatedKernelsIsInvalidForGptOssSayingWhichStage) {
+  const FamilyDesc& L = family("moe-layer");
+  const BackendImpl* emu = L.backend(Backend::emu);
+  if (!emu) GTEST_SKIP() << "no emu backend in this build";
+  Params oai{{"tokens", std::int64_t{4}},   {"experts", std::int64_t{8}}, {"topk", std::int64_t{2}},
+             {"hidden", std::int64_t{256}}, {"intermediate", std::int64_t{128}}};
+  const Params plain = complete(L.problem_params, oai, "layer");
+  const Params cfg = complete(emu->config_params, emu->default_config(plain, described_h100()), "config");
+  EXPECT_EQ(emu->invalid_reason(plain, cfg, described_h100()), "");
+  oai.set("bias2", std::int64_t{1});
+  const std::string why = emu->invalid_reason(complete(L.problem_params, oai, "layer"), cfg, described_h100());
+  EXPECT_NE(why.find("stage gmm_down"), std::string::npos) << why;
+  EXPECT_NE(why.find("bias2=1"), std::string::npos) << why;
+  oai.set("activation", std::string("swiglu_oai"));
+  EXPECT_NE(emu->invalid_reason(complete(L.problem_params, oai, "layer"), cfg, described_h100()).find("stage gmm_up"),
+            std::string::npos);
 }
 
 TEST(GmmExpertFn, ProblemsItCannotBeAreRefusedInOneLine) {
