@@ -249,6 +249,13 @@ std::string foreign_params(const std::vector<ParamSpec>& specs, const Params& co
 
 }  // namespace
 
+// No cuda kernel reads 4-bit weights yet: every config is refused with this, never run on
+// weights it would misread (the emu backend, built over this one, says the same).
+std::string w4_invalid(const GmmSpec& s) {
+  return std::string("dtype ") + (s.wq == WeightFormat::mxfp4 ? "mxfp4" : "int4") +
+         " has no cuda kernel yet (4-bit weights run on the cpu backend): use --backend cpu";
+}
+
 BackendImpl cuda_backend() {
   BackendImpl b;
   b.backend = Backend::cuda;
@@ -270,6 +277,7 @@ BackendImpl cuda_backend() {
     std::string why = cublas::foreign_params(specs, config);
     if (!why.empty()) return why;
     const GmmSpec s = GmmSpec::parse(problem);
+    if (s.w4()) return w4_invalid(s);
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::invalid_reason(s, cublas::parse_config(config), dev);
     why = foreign_params(specs, config);
@@ -281,6 +289,7 @@ BackendImpl cuda_backend() {
     const GmmSpec s = GmmSpec::parse(problem);
     const double rows = s.avg_rows_per_expert();
     std::vector<Params> v;
+    if (s.w4()) return v;  // w4_invalid: nothing to offer
     auto add = [&](const Params& p) { v.push_back(complete(specs, p, "gmm cuda config")); };
     for (auto& e : cuda::tiles())
       for (int split : cuda::kSplits)
@@ -368,12 +377,14 @@ BackendImpl cuda_backend() {
       return wgmma::run(GmmSpec::parse(problem), wgmma::parse_config(config), in, out, ctx.workspace,
                         ctx.workspace_bytes, ctx.stream);
     const GmmSpec s = GmmSpec::parse(problem);
+    if (s.w4()) throw Error("gmm: " + w4_invalid(s));
     if (s.fp8)
       return fp8_mma::run(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream);
     cuda::run(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream, 0);
   };
   b.plan = [](const Params& problem, const Params& config, const RefMap& in) -> std::shared_ptr<const LaunchPlan> {
     const GmmSpec s = GmmSpec::parse(problem);
+    if (s.w4()) throw Error("gmm: " + w4_invalid(s));
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::plan(s, cublas::parse_config(config), need(in, s.act_name()).shape.at(0));
     if (wgmma::selected(config))

@@ -97,6 +97,7 @@ void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every
       if (pad[r])
         for (std::int64_t j = 0; j < NO; ++j) y.set(r * NO + j, 0.0);
   }
+  if (s.w4()) return reference_w4(s, in, out, rows);
 
   std::vector<float> wf, af;
   const auto* wp = w.data<std::uint16_t>();

@@ -41,6 +41,9 @@ std::string problem_key(const Params& problem) {
   p.erase("tokens");
   // The scale format means something for fp8 only: bf16 and f16 keys stay as they were.
   if (p.has("scale_fmt") && !(p.has("dtype") && p.at("dtype") == Value(std::string("fp8")))) p.erase("scale_fmt");
+  // So do int4's group and zero points for int4 (mxfp4's group is fixed at 32).
+  if (!(p.has("dtype") && p.at("dtype") == Value(std::string("int4"))))
+    for (const char* k : {"group", "zero_point"}) p.erase(k);
   return p.str();
 }
 
