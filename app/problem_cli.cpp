@@ -171,6 +171,18 @@ void fp8_checks(const FamilyDesc& f, const Params& model, const Params& p, int t
     std::fprintf(stderr, "moebench: note: %s is served in fp8 (block-scaled W8A8); this run uses dtype=%s: add --dtype fp8 to tune what it runs\n",
                  name.c_str(), p.s("dtype").c_str());
   }
+  // The 4-bit formats (docs/w4.md) the same way.
+  const std::string dtype = p.has("dtype") ? p.s("dtype") : "";
+  if (dtype == "mxfp4" || dtype == "int4") tuner::check_w4_model(model, p, tp);
+  const std::string quant = model.has("quant") ? model.s("quant") : "";
+  const bool can_quant = dt && std::find(dt->choices.begin(), dt->choices.end(), quant) != dt->choices.end();
+  if ((quant == "mxfp4" || quant == "int4") && dtype != quant && can_quant && !told) {
+    told = true;
+    const std::string what = quant == "mxfp4" ? "mxfp4 (4-bit e2m1 weights, an e8m0 scale per 32, bf16 activations)"
+                                              : "int4 (W4A16, a bf16 scale per " + std::to_string(model.i("group")) + (model.b("zero_point") ? ", zero points" : ", symmetric") + ")";
+    std::fprintf(stderr, "moebench: note: %s is served in %s; this run uses dtype=%s: add --dtype %s to tune what it runs\n",
+                 name.c_str(), what.c_str(), dtype.c_str(), quant.c_str());
+  }
 }
 
 std::string value_of(const tuner::AxisValues& c, const std::string& name) {

@@ -10,7 +10,8 @@ namespace moe {
 
 std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::e4m3: return 1;
+    case DType::e4m3:
+    case DType::u8: return 1;
     case DType::f16:
     case DType::bf16: return 2;
     case DType::f32:
@@ -30,6 +31,7 @@ std::string_view dtype_name(DType t) {
     case DType::i64: return "i64";
     case DType::f64: return "f64";
     case DType::e4m3: return "e4m3";
+    case DType::u8: return "u8";
   }
   return "?";
 }
@@ -42,7 +44,8 @@ DType parse_dtype(std::string_view s) {
   if (s == "i64" || s == "int64") return DType::i64;
   if (s == "f64" || s == "fp64" || s == "float64" || s == "double") return DType::f64;
   if (s == "e4m3" || s == "float8_e4m3fn") return DType::e4m3;
-  throw Error("unknown dtype '" + std::string(s) + "': use one of f32, f16, bf16, i32, i64, f64, e4m3");
+  if (s == "u8" || s == "uint8") return DType::u8;
+  throw Error("unknown dtype '" + std::string(s) + "': use one of f32, f16, bf16, i32, i64, f64, e4m3, u8");
 }
 
 bool is_float(DType t) {

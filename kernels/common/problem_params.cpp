@@ -7,15 +7,26 @@ namespace moe::pp {
 ParamSpec tokens() { return int_param("tokens", 64, 1, 1 << 24, "T: tokens in the batch"); }
 ParamSpec dtype(const char* def, std::vector<std::string> allowed) {
   const bool fp8 = std::find(allowed.begin(), allowed.end(), "fp8") != allowed.end();
+  const bool int4 = std::find(allowed.begin(), allowed.end(), "int4") != allowed.end();
   ParamSpec s = choice_param("dtype", def, std::move(allowed),
                              "element type of the activations (router: of the logits; fp8: e4m3 block-scaled W8A8, "
                              "docs/fp8.md)");
   if (fp8) s.aliases = {{"fp8_w8a8", "fp8"}};  // vLLM's spelling
+  if (int4) s.aliases.push_back({"w4a16", "int4"});
+  if (int4) s.help += "; mxfp4 and int4 (w4a16): 4-bit weights, bf16 activations, docs/w4.md";
   return s;
 }
 ParamSpec scale_fmt() {
   return choice_param("scale_fmt", "fp32", {"fp32", "ue8m0"},
                       "fp8 only: activation scales as amax/448 in fp32, or rounded up to powers of two (ue8m0)");
+}
+ParamSpec w4_group() {
+  return int_param("group", 128, 32, 128, "int4 only: K elements per weight scale (32 or 128; mxfp4's is always 32)");
+}
+ParamSpec zero_point() {
+  ParamSpec s = int_param("zero_point", 0, 0, 1, "int4 only: a 4-bit zero point per group (AWQ, asymmetric); 0: symmetric");
+  s.kind = ParamKind::Bool;
+  return s;
 }
 ParamSpec experts() { return int_param("experts", 64, 1, 4096, "E: routed experts"); }
 ParamSpec topk() { return int_param("topk", 8, 1, 64, "k: routed experts per token"); }

@@ -8,6 +8,8 @@ namespace moe::pp {
 ParamSpec tokens();                           // T
 ParamSpec dtype(const char* def, std::vector<std::string> allowed);  // activation / logits dtype
 ParamSpec scale_fmt();                        // fp8: activation scales fp32 | ue8m0
+ParamSpec w4_group();                         // int4: K elements per scale, 32 | 128 (docs/w4.md)
+ParamSpec zero_point();                       // int4: zero points per group 0 | 1
 ParamSpec experts();                          // E routed experts
 ParamSpec topk();                             // k routed per token
 ParamSpec shared();                           // S fused shared experts (ids E..E+S-1)

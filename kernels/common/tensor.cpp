@@ -52,6 +52,7 @@ double Tensor::get(std::int64_t i) const {
     case DType::i32: return data<std::int32_t>()[i];
     case DType::i64: return static_cast<double>(data<std::int64_t>()[i]);
     case DType::e4m3: return fp8::to_float(data<std::uint8_t>()[i]);
+    case DType::u8: return data<std::uint8_t>()[i];
   }
   return 0;
 }
@@ -65,6 +66,7 @@ void Tensor::set(std::int64_t i, double v) {
     case DType::i32: data<std::int32_t>()[i] = static_cast<std::int32_t>(v); break;
     case DType::i64: data<std::int64_t>()[i] = static_cast<std::int64_t>(v); break;
     case DType::e4m3: data<std::uint8_t>()[i] = fp8::from_float(static_cast<float>(v)); break;
+    case DType::u8: data<std::uint8_t>()[i] = static_cast<std::uint8_t>(v); break;
   }
 }
 
@@ -111,7 +113,8 @@ void poison_host(TensorRef t) {
 
 bool is_poison(DType t, const void* e) {
   switch (t) {
-    case DType::e4m3: return *static_cast<const std::uint8_t*>(e) == kPoisonE4m3;
+    case DType::e4m3:
+    case DType::u8: return *static_cast<const std::uint8_t*>(e) == kPoisonE4m3;
     case DType::bf16:
     case DType::f16: {
       std::uint16_t v;

@@ -205,8 +205,9 @@ Cfg parse_cfg(const Params& c) { return {c.i("block_m"), c.i("block_n"), c.i("bl
 // Everything the tiles share.
 struct Job {
   const std::uint16_t* A;  // [R, K]
-  const std::uint16_t* W;  // [E, NW, K]
+  const std::uint16_t* W;  // [E, NW, K]; null for 4-bit weights (w4)
   std::int64_t W_size;     // elements
+  const W4Rows* w4;        // 4-bit weights, dequantized a row at a time; else null
   std::uint16_t* Y;        // [R, NO]
   const float* rw;         // [R] or null
   const std::uint16_t* B;  // this stage's bias, [E, NW] (up) or [E, NO] (down), or null
@@ -254,7 +255,6 @@ MOE_GMM_CPU_CLONES void run_tile(const Job& j, const Tile& t, Scratch& s) {
   std::int64_t row1 = t.row1;
   while (row1 > t.row0 && zero_row(j.A + (row1 - 1) * K, K)) --row1;
   const std::int64_t m = row1 - t.row0;
-  const std::uint16_t* We = j.W + t.e * j.NW * K;
   float* a = s.a.data();
   float* w = s.w.data();
   float* c = s.c.data();
@@ -262,12 +262,12 @@ MOE_GMM_CPU_CLONES void run_tile(const Job& j, const Tile& t, Scratch& s) {
   std::fill(c, c + m * nw, 0.0f);
   // kNR weight rows at a time: sums column g + q is gate column g + q for g + q < n, up
   // column g + q - n above (up); rows past the tile are zero.
-  const auto group = [&](std::int64_t g, const std::uint16_t** rows) {
+  const auto group = [&](std::int64_t g, std::int64_t* rows) {
     for (int q = 0; q < kNR; ++q) {
       const std::int64_t col = g + q, p = col / n;
-      rows[q] = col < j.parts * n ? We + (j.parts == 2 ? j.spec->w13_row(static_cast<int>(p), t.col0 + col - p * n)
-                                                      : t.col0 + col) * K
-                                 : nullptr;
+      rows[q] = col < j.parts * n ? t.e * j.NW + (j.parts == 2 ? j.spec->w13_row(static_cast<int>(p), t.col0 + col - p * n)
+                                                              : t.col0 + col)
+                                 : -1;
     }
   };
   // Each row is converted start to end, a DRAM-friendly stream. While a group's math runs,
@@ -275,16 +275,17 @@ MOE_GMM_CPU_CLONES void run_tile(const Job& j, const Tile& t, Scratch& s) {
   // prefetched a slice at a time, so memory and math overlap.
   const std::int64_t ahead = kNR * std::max<std::int64_t>(1, kPrefetchBytes / (kNR * K * 2));
   for (std::int64_t g = 0; g < nw && m > 0; g += kNR) {
-    const std::uint16_t* rows[kNR];
+    std::int64_t rows[kNR];
     group(g, rows);
     for (int q = 0; q < kNR; ++q) {
-      if (rows[q]) to_f32(rows[q], K, Kp, j.f16, w + q * Kp);
-      else std::fill(w + q * Kp, w + (q + 1) * Kp, 0.0f);
+      if (rows[q] < 0) std::fill(w + q * Kp, w + (q + 1) * Kp, 0.0f);
+      else if (j.w4) w4_row_to_f32(*j.w4, rows[q], Kp, w + q * Kp);
+      else to_f32(j.W + rows[q] * K, K, Kp, j.f16, w + q * Kp);
     }
     for (std::int64_t k0 = 0; k0 < K; k0 += j.cfg.bk) {
       const std::int64_t kn = std::min(j.cfg.bk, K - k0), kc = round_up(kn, kLanes);
       for (int q = 0; q < kNR; ++q)
-        if (rows[q]) prefetch(j.W, j.W_size, rows[q] - j.W + ahead * K + k0, kn);
+        if (rows[q] >= 0 && !j.w4) prefetch(j.W, j.W_size, rows[q] * K + ahead * K + k0, kn);
       for (std::int64_t i = 0; i < m; i += kMR) {
         const float* ai = a + i * Kp + k0;
         float* ci = c + i * nw + g;
@@ -346,7 +347,9 @@ void run(const Params& problem, const Params& config, const RefMap& in, const Re
   const auto* off = need(in, "offsets").as<const std::int32_t>();
   Job j{};
   j.A = act.as<const std::uint16_t>();
-  j.W = need(in, s.weight_name()).as<const std::uint16_t>();
+  const W4Rows w4 = s.w4() ? w4_rows(s, in) : W4Rows{};
+  j.w4 = s.w4() ? &w4 : nullptr;
+  j.W = s.w4() ? nullptr : need(in, s.weight_name()).as<const std::uint16_t>();
   j.W_size = s.e_local() * s.n_w() * s.k_dim();
   j.Y = need(out, s.out_name()).as<std::uint16_t>();
   j.rw = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;

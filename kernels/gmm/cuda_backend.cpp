@@ -255,6 +255,13 @@ std::string foreign_params(const std::vector<ParamSpec>& specs, const Params& co
 
 }  // namespace
 
+// No cuda kernel reads 4-bit weights yet: every config is refused with this, never run on
+// weights it would misread (the emu backend, built over this one, says the same).
+std::string w4_invalid(const GmmSpec& s) {
+  return std::string("dtype ") + (s.wq == WeightFormat::mxfp4 ? "mxfp4" : "int4") +
+         " has no cuda kernel yet (4-bit weights run on the cpu backend): use --backend cpu";
+}
+
 BackendImpl cuda_backend() {
   BackendImpl b;
   b.backend = Backend::cuda;
@@ -276,6 +283,7 @@ BackendImpl cuda_backend() {
     std::string why = cublas::foreign_params(specs, config);
     if (!why.empty()) return why;
     const GmmSpec s = GmmSpec::parse(problem);
+    if (s.w4()) return w4_invalid(s);
     if (why = expert_fn_invalid_reason(s); !why.empty()) return why;
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::invalid_reason(s, cublas::parse_config(config), dev);
@@ -288,7 +296,7 @@ BackendImpl cuda_backend() {
     const GmmSpec s = GmmSpec::parse(problem);
     const double rows = s.avg_rows_per_expert();
     std::vector<Params> v;
-    if (!s.plain_expert_fn()) return v;  // the default alone is tried, and refused saying why
+    if (s.w4() || !s.plain_expert_fn()) return v;  // the default alone is tried, and refused saying why
     auto add = [&](const Params& p) { v.push_back(complete(specs, p, "gmm cuda config")); };
     for (auto& e : cuda::tiles())
       for (int split : cuda::kSplits)
@@ -371,6 +379,7 @@ BackendImpl cuda_backend() {
                           planned);
     // Plans are made only for problems the kernels compute (b.plan refuses the others).
     const GmmSpec s = GmmSpec::parse(problem);
+    if (s.w4()) throw Error("gmm: " + w4_invalid(s));
     require_plain_expert_fn(s);
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::run(s, cublas::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream);
@@ -382,6 +391,7 @@ BackendImpl cuda_backend() {
   };
   b.plan = [](const Params& problem, const Params& config, const RefMap& in) -> std::shared_ptr<const LaunchPlan> {
     const GmmSpec s = GmmSpec::parse(problem);
+    if (s.w4()) throw Error("gmm: " + w4_invalid(s));
     require_plain_expert_fn(s);
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::plan(s, cublas::parse_config(config), need(in, s.act_name()).shape.at(0));

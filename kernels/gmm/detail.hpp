@@ -61,6 +61,28 @@ inline constexpr double kHRangeAtol = 1.0 / 2048;
 // fp8_cpu.cpp: the cpu backend's fp8 path, fp32 sums per 128 block scaled into fp32 accumulators.
 void run_fp8_cpu(const GmmSpec& s, std::int64_t block_m, const RefMap& in, const RefMap& out, int threads);
 
+// w4.cpp: the 4-bit formats (docs/w4.md). Their weight tensors (codes, scales, int4's zero
+// points), the check of given weights (no NaN scale), random weights quantized to the format,
+// and the fp64 reference on weights dequantized by common/w4_reference.
+std::vector<TensorSpec> w4_weight_specs(const GmmSpec& s);
+void check_w4_weights(const GmmSpec& s, const TensorMap& in);
+void make_w4_weights(const GmmSpec& s, std::uint64_t seed, TensorMap& in);
+void reference_w4(const GmmSpec& s, const TensorMap& in, TensorMap& out, const std::vector<std::int64_t>& rows);
+// w4_cpu.cpp: the cpu backend's own dequantizer, one weight row (e * n_w + n) to fp32, exactly,
+// zero-padded from K to k_pad.
+struct W4Rows {
+  WeightFormat wq = WeightFormat::dense;
+  std::int64_t K = 0, NW = 0, group = 0;
+  const void* codes = nullptr;      // mxfp4: u8 [rows, K/2]; int4: i32 [rows, K/8]
+  const void* scales = nullptr;     // mxfp4: e8m0 u8 [rows, K/32]; int4: bf16 [rows, K/group]
+  const std::int32_t* zeros = nullptr;  // int4 with zero points: [E, NW/8, K/group]
+};
+W4Rows w4_rows(const GmmSpec& s, const RefMap& in);
+void w4_row_to_f32(const W4Rows& w, std::int64_t row, std::int64_t k_pad, float* dst);
+
+// The reason the cuda backend (and the emu backend over it) refuses every 4-bit config.
+std::string w4_invalid(const GmmSpec& s);
+
 BackendImpl cpu_backend();
 BackendImpl cuda_backend();
 // Why the cuda kernels (and so the emu backend and the peers) cannot run this stage's expert

@@ -26,13 +26,14 @@ std::vector<ParamSpec> problem_params() {
   rw.min = 0;
   rw.max = 1;
   rw.help = "down only: multiply each output row by its router weight (row_weight [R] f32)";
-  std::vector<ParamSpec> v = {pp::tokens(),       pp::dtype("bf16", {"bf16", "f16", "fp8"}),
+  std::vector<ParamSpec> v = {pp::tokens(),       pp::dtype("bf16", {"bf16", "f16", "fp8", "mxfp4", "int4"}),
                               pp::experts(),      pp::topk(),
                               pp::shared(),       pp::hidden(),
                               pp::intermediate(), pp::align(),
                               pp::expert_begin(), pp::expert_end(),
                               stage,              rw,
-                              pp::scale_fmt()};
+                              pp::scale_fmt(),    pp::w4_group(),
+                              pp::zero_point()};
   for (ParamSpec& p : pp::expert_fn()) v.push_back(std::move(p));
   return v;
 }
@@ -44,13 +45,14 @@ std::vector<TensorSpec> input_specs(const GmmSpec& s) {
                "row segments of the local experts, each padded to a multiple of align; offsets[0]=0, offsets[E]=R"});
   if (!s.down) {
     v.push_back({"x_sorted", s.dtype, {-1, D}, "dispatched rows, grouped by expert; padding rows are zero"});
-    v.push_back({"w13", s.dtype, {E, 2 * I, D},
-                 s.interleaved ? "gate and up rows alternating in blocks of w13_block, K-contiguous"
-                               : "rows 0..I-1 gate, I..2I-1 up, K-contiguous"});
+    if (!s.w4())
+      v.push_back({"w13", s.dtype, {E, 2 * I, D},
+                   s.interleaved ? "gate and up rows alternating in blocks of w13_block, K-contiguous"
+                                 : "rows 0..I-1 gate, I..2I-1 up, K-contiguous"});
     if (s.bias13) v.push_back({"bias13", s.dtype, {E, 2 * I}, "gate|up bias of each expert, in w13's row order"});
   } else {
     v.push_back({"h", s.dtype, {-1, I}, "the up stage's output rows"});
-    v.push_back({"w2", s.dtype, {E, D, I}, "down projection, K-contiguous"});
+    if (!s.w4()) v.push_back({"w2", s.dtype, {E, D, I}, "down projection, K-contiguous"});
     if (s.bias2) v.push_back({"bias2", s.dtype, {E, D}, "output bias of each expert, added before the routed weight"});
     if (s.routed_weight) v.push_back({"row_weight", DType::f32, {-1}, "router weight of each row, 0 on padding rows"});
   }
@@ -59,6 +61,8 @@ std::vector<TensorSpec> input_specs(const GmmSpec& s) {
                  "fp32 scale of each row's 128-wide K groups (K-major)"});
     v.push_back({s.weight_scale_name(), DType::f32, {E, s.n_w() / 128, s.k_groups()}, "fp32 scale of each 128x128 block"});
   }
+  if (s.w4())
+    for (TensorSpec& t : w4_weight_specs(s)) v.push_back(std::move(t));
   return v;
 }
 
@@ -107,6 +111,7 @@ std::string expert_fn_invalid_reason(const GmmSpec& s) {
 // Cross-tensor consistency that check_tensors (shapes one by one) cannot see.
 void check_inputs(const GmmSpec& s, const TensorMap& in) {
   if (s.fp8) check_fp8_weights(s, in);
+  if (s.w4()) check_w4_weights(s, in);
   const std::int64_t R = in.at(s.act_name()).shape()[0];
   check_offsets(s, in.at("offsets"), R);
   if (s.routed_weight && in.at("row_weight").numel() != R)

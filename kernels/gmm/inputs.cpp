@@ -98,6 +98,12 @@ void make_inputs(const GmmSpec& s, const InputOptions& opt, TensorMap& in) {
       if (in.count(t) != in.count(scale))
         throw Error(std::string("gmm: fp8 ") + (in.count(t) ? t : scale) + " was given without " +
                     (in.count(t) ? scale : t) + ": give both (the codes and their scales) or neither");
+  if (s.w4())
+    for (const TensorSpec& t : w4_weight_specs(s))
+      if (in.count(t.name) != in.count(s.weight_name()))
+        throw Error(std::string("gmm: ") + s.weight_name() + (in.count(t.name) ? " was not given with " : " was given without ") +
+                    t.name + ": give the " + (s.wq == WeightFormat::mxfp4 ? "mxfp4" : "int4") +
+                    " weights' tensors together (codes, scales" + (s.zero_point ? ", zero points" : "") + ") or none");
   if (have_act) {
     const Tensor& a = in.at(s.act_name());
     if (a.shape().size() != 2)
@@ -142,6 +148,8 @@ void make_inputs(const GmmSpec& s, const InputOptions& opt, TensorMap& in) {
   }
   if (!have_w && s.fp8) {
     make_fp8_weights(s, opt.seed, in);
+  } else if (!have_w && s.w4()) {
+    make_w4_weights(s, opt.seed, in);
   } else if (!have_w) {
     Tensor w(s.dtype, {E, s.n_w(), s.k_dim()});
     fill_normal(w, opt.seed, 2, 1.0 / std::sqrt(static_cast<double>(s.k_dim())));

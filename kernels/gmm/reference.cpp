@@ -112,6 +112,7 @@ void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every
   const std::int64_t blk = s.w13_block;
   const auto gate_row = [&](std::int64_t j) { return s.interleaved ? (j / blk) * 2 * blk + j % blk : j; };
   const auto up_row = [&](std::int64_t j) { return s.interleaved ? gate_row(j) + blk : I + j; };
+  if (s.w4()) return reference_w4(s, in, out, rows);
 
   std::vector<float> wf, af;
   const auto* wp = w.data<std::uint16_t>();

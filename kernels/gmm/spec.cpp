@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/fp8_problem.hpp"
+#include "common/w4_problem.hpp"
 #include "moe/error.hpp"
 #include "moe/memory.hpp"
 
@@ -25,8 +26,17 @@ GmmSpec GmmSpec::parse(const Params& p) {
   n_parses.fetch_add(1, std::memory_order_relaxed);
   GmmSpec s;
   s.tokens = p.i("tokens");
-  s.fp8 = p.s("dtype") == "fp8";
-  s.dtype = s.fp8 ? DType::e4m3 : parse_dtype(p.s("dtype"));
+  const std::string dt = p.s("dtype");
+  s.fp8 = dt == "fp8";
+  s.wq = dt == "mxfp4" ? WeightFormat::mxfp4 : dt == "int4" ? WeightFormat::int4 : WeightFormat::dense;
+  s.dtype = s.fp8 ? DType::e4m3 : s.w4() ? DType::bf16 : parse_dtype(dt);
+  if (s.wq == WeightFormat::mxfp4) s.group = 32;
+  if (s.wq == WeightFormat::int4) {
+    s.group = p.has("group") ? p.i("group") : 128;
+    s.zero_point = p.has("zero_point") && p.b("zero_point");
+    if (s.group != 32 && s.group != 128)
+      throw Error("gmm: int4 takes group=32 or group=128 (K elements per scale), got " + std::to_string(s.group));
+  }
   s.ue8m0 = s.fp8 && p.has("scale_fmt") && p.s("scale_fmt") == "ue8m0";
   s.experts = p.i("experts");
   s.topk = p.i("topk");
@@ -47,9 +57,11 @@ GmmSpec GmmSpec::parse(const Params& p) {
   if (s.dtype != DType::bf16 && s.dtype != DType::f16 && !s.fp8)
     throw Error("gmm computes in bf16, f16 or fp8, not " + std::string(dtype_name(s.dtype)));
   if (s.fp8) check_fp8_dims("gmm", s.hidden, s.intermediate);
-  if (s.fp8 && !s.plain_expert_fn())
-    throw Error("gmm: dtype=fp8 computes silu(gate)*up on split w13 without expert biases; this problem asks for " +
-                s.expert_fn_str() + ": use dtype bf16 or f16 for it");
+  if (s.w4()) check_w4_dims("gmm", dt, s.group, s.hidden, s.intermediate);
+  if ((s.fp8 || s.w4()) && !s.plain_expert_fn())
+    throw Error("gmm: dtype=" + dt +
+                " computes silu(gate)*up on split w13 without expert biases; this problem asks for " + s.expert_fn_str() +
+                ": use dtype bf16 or f16 for it");
   if (s.interleaved && !s.down && s.intermediate % s.w13_block != 0)
     throw Error("gmm: w13_block=" + std::to_string(s.w13_block) + " does not divide intermediate=" +
                 std::to_string(s.intermediate) + ": interleaved gate and up blocks must tile I (per --tp shard)");
@@ -69,6 +81,14 @@ GmmSpec GmmSpec::parse(const Params& p) {
     throw Error("gmm: up to " + std::to_string(s.max_rows()) +
                 " dispatched rows do not fit int32 offsets: use fewer tokens");
   return s;
+}
+
+std::size_t GmmSpec::weight_bytes_per_expert() const {
+  const auto n = static_cast<std::size_t>(n_w()), k = static_cast<std::size_t>(k_dim());
+  if (!w4()) return n * k * elem_bytes();
+  // Half a byte per element; a 1-byte e8m0 or 2-byte bf16 scale per group; int4's zero points.
+  const auto g = static_cast<std::size_t>(w_groups());
+  return n * k / 2 + n * g * (wq == WeightFormat::mxfp4 ? 1 : 2) + (zero_point ? n * g / 2 : 0);
 }
 
 double GmmSpec::avg_rows_per_expert() const {

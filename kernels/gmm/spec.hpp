@@ -10,11 +10,18 @@
 
 namespace moe {
 
+// The weights' format: dense (dtype's own elements), or one of the 4-bit formats whose
+// activations and outputs are bf16 (docs/w4.md).
+enum class WeightFormat { dense, mxfp4, int4 };
+
 struct GmmSpec {
   std::int64_t tokens = 0;
   DType dtype = DType::bf16;     // of the operands (e4m3 for fp8) and, but for fp8 down, of the output
   bool fp8 = false;               // dtype=fp8: e4m3 operands with block scales (DESIGN.md 1.6)
   bool ue8m0 = false;             // fp8: activation scales rounded up to powers of two
+  WeightFormat wq = WeightFormat::dense;  // mxfp4/int4: 4-bit weights, dtype (bf16) the rest
+  std::int64_t group = 0;         // 4-bit: K elements per weight scale (mxfp4: 32; int4: 32 or 128)
+  bool zero_point = false;        // int4: a 4-bit zero point per group (else the code's offset is 8)
   std::int64_t experts = 0, topk = 0, shared = 0;
   std::int64_t hidden = 0;        // D
   std::int64_t intermediate = 0;  // I
@@ -46,9 +53,10 @@ struct GmmSpec {
   DType out_dtype() const { return fp8 && down ? DType::bf16 : dtype; }
   // fp8: one fp32 scale per 128 K of an activation row, per 128x128 block of a weight.
   std::int64_t k_groups() const { return k_dim() / 128; }
-  std::size_t weight_bytes_per_expert() const {
-    return static_cast<std::size_t>(n_w()) * static_cast<std::size_t>(k_dim()) * elem_bytes();
-  }
+  bool w4() const { return wq != WeightFormat::dense; }
+  // 4-bit: weight scales per row of a weight matrix.
+  std::int64_t w_groups() const { return w4() ? k_dim() / group : 0; }
+  std::size_t weight_bytes_per_expert() const;
   // Most rows dispatch can produce (common/max_rows.hpp: the one bound every stage sizes by).
   std::int64_t max_rows() const { return max_dispatch_rows(tokens, slots(), e_local(), align); }
   // Rows an active local expert gets on average (routed experts; shared ones get every token).
@@ -71,6 +79,7 @@ struct GmmSpec {
   const char* out_name() const { return down ? "y_sorted" : "h"; }
   const char* act_scale_name() const { return down ? "h_scale" : "x_scale"; }
   const char* weight_scale_name() const { return down ? "w2_scale" : "w13_scale"; }
+  const char* weight_zero_name() const { return down ? "w2_zero" : "w13_zero"; }
   std::string describe() const;  // "stage=up experts=257 hidden=7168 intermediate=2048"
 };
 

@@ -32,7 +32,10 @@ void fix_row_in_detail(std::string& detail, const std::vector<std::int64_t>& row
 }  // namespace
 
 // Two roundings of nearly the same value (fp32 sums vs fp64) differ by at most one ulp,
-// 2^-7 of |v| in bf16, 2^-10 in f16; a few ulps of slack on top.
+// 2^-7 of |v| in bf16, 2^-10 in f16; a few ulps of slack on top. The 4-bit formats take bf16's:
+// every dequantized weight (an e2m1 value times a power of two, or a 4-bit integer times a
+// bf16 scale) is exact in fp32 as in fp64, so only the sums' order and the bf16 rounding of the
+// output separate a backend from the reference, as for bf16 weights.
 double elem_rtol(DType t) { return t == DType::bf16 ? 1.0 / 64 : 1.0 / 512; }
 
 Validation validate(const GmmSpec& s, const TensorMap& in, const TensorMap& got_map, const TensorMap& ref_map) {

@@ -292,7 +292,8 @@ std::string npy_descr(DType t) {
     case DType::i32: return "<i4";
     case DType::i64: return "<i8";
     case DType::bf16: return "<u2";
-    case DType::e4m3: return "|u1";
+    case DType::e4m3:
+    case DType::u8: return "|u1";
   }
   return "?";
 }

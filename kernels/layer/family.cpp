@@ -12,6 +12,7 @@
 #include "common/rng.hpp"
 #include "common/routing_gen.hpp"
 #include "common/validate.hpp"
+#include "common/w4_problem.hpp"
 #include "dispatch/family.hpp"
 #include "gmm/family.hpp"
 #include "layer/stage_configs.hpp"
@@ -44,8 +45,9 @@ std::vector<ParamSpec> layer_config_params() {
 }
 
 bool is_fp8(const Params& L) { return L.s("dtype") == "fp8"; }
-// The activations' type: fp8 layers take bf16 logits and x and give bf16 out.
-DType act_dtype(const Params& L) { return is_fp8(L) ? DType::bf16 : parse_dtype(L.s("dtype")); }
+bool is_w4(const Params& L) { return is_w4_dtype(L.s("dtype")); }
+// The activations' type: fp8 and 4-bit layers take bf16 logits and x and give bf16 out.
+DType act_dtype(const Params& L) { return is_fp8(L) || is_w4(L) ? DType::bf16 : parse_dtype(L.s("dtype")); }
 
 std::int64_t K_of(const Params& p) { return p.i("topk") + p.i("shared"); }
 // The local experts' count: the layer holds only their weights and offsets.
@@ -61,7 +63,7 @@ std::vector<TensorSpec> intermediates(const Params& L) {
             {"dst", DType::i32, {T * K}, ""},      {"x_sorted", DType::e4m3, {R, D}, ""},
             {"x_scale", DType::f32, {R, D / 128}, ""}, {"h", DType::e4m3, {R, I}, ""},
             {"h_scale", DType::f32, {R, I / 128}, ""}, {"y_sorted", DType::bf16, {R, D}, ""}};
-  const DType act = parse_dtype(L.s("dtype"));
+  const DType act = act_dtype(L);
   return {{"weights", DType::f32, {T, K}, ""}, {"ids", DType::i32, {T, K}, ""},
           {"offsets", DType::i32, {El + 1}, ""}, {"src", DType::i32, {R}, ""},
           {"dst", DType::i32, {T * K}, ""},      {"x_sorted", act, {R, D}, ""},
@@ -314,10 +316,11 @@ FamilyDesc make_layer() {
   FamilyDesc f;
   f.name = "moe-layer";
   f.summary = "the whole layer: router, dispatch, gmm up, gmm down, combine, each stage with its own config";
-  f.problem_params = {pp::tokens(),      pp::dtype("bf16", {"bf16", "f16", "fp8"}), pp::experts(), pp::topk(),
+  f.problem_params = {pp::tokens(),      pp::dtype("bf16", {"bf16", "f16", "fp8", "mxfp4", "int4"}), pp::experts(), pp::topk(),
                       pp::shared(),      pp::groups(),  pp::topk_group(), pp::group_score(), pp::scoring(),
                       pp::renormalize(), pp::rsf(),     pp::bias(),       pp::hidden(),      pp::intermediate(),
-                      pp::align(),       pp::scale_fmt(),    pp::expert_begin(), pp::expert_end()};
+                      pp::align(),       pp::scale_fmt(),    pp::expert_begin(), pp::expert_end(),
+                      pp::w4_group(),    pp::zero_point()};
   for (ParamSpec& p : pp::expert_fn()) f.problem_params.push_back(std::move(p));
   // The stages' own rules. gmm's include the host memory for its activations, which the layer
   // does not hold on the host (its footprint counts them where it runs): gmm is asked at one
@@ -340,9 +343,17 @@ FamilyDesc make_layer() {
   f.input_specs = [](const Params& L) {
     const std::int64_t T = L.i("tokens"), E = L.i("experts"), El = El_of(L), D = L.i("hidden"), I = L.i("intermediate");
     const DType act = act_dtype(L), wt = is_fp8(L) ? DType::e4m3 : act;
-    std::vector<TensorSpec> v = {{"logits", act, {T, E}, "router logits"}, {"x", act, {T, D}, "activations"},
-                                 {"w13", wt, {El, 2 * I, D}, "gate and up weights of the local experts (rows as w13_layout says)"},
-                                 {"w2", wt, {El, D, I}, "down weights of the local experts"}};
+    std::vector<TensorSpec> v = {{"logits", act, {T, E}, "router logits"}, {"x", act, {T, D}, "activations"}};
+    if (is_w4(L)) {
+      // gmm's own packed tensors (codes, scales, zero points), as each stage takes them.
+      const auto stages = layer_stages(L);
+      for (std::size_t i : {std::size_t{2}, std::size_t{3}})
+        for (const TensorSpec& t : family("gmm").input_specs(stages[i].problem))
+          if (t.name.rfind(i == 2 ? "w13" : "w2", 0) == 0) v.push_back(t);
+    } else {
+      v.push_back({"w13", wt, {El, 2 * I, D}, "gate and up weights of the local experts (rows as w13_layout says)"});
+      v.push_back({"w2", wt, {El, D, I}, "down weights of the local experts"});
+    }
     if (L.b("bias13")) v.push_back({"bias13", act, {El, 2 * I}, "gate|up bias of the local experts, in w13's row order"});
     if (L.b("bias2")) v.push_back({"bias2", act, {El, D}, "down bias of the local experts"});
     if (is_fp8(L)) {
@@ -377,8 +388,8 @@ FamilyDesc make_layer() {
     // gmm makes no activations the layer would throw away (17 GB of x_sorted at kimi-k2's 32k).
     InputOptions o2 = opt;
     o2.seed = opt.seed + 1;
-    for (const auto& [i, names] :
-         {std::pair<std::size_t, Names>{2, {"w13", "w13_scale", "bias13"}}, {3, {"w2", "w2_scale", "bias2"}}}) {
+    for (const auto& [i, names] : {std::pair<std::size_t, Names>{2, {"w13", "w13_scale", "w13_zero", "bias13"}},
+                                   {3, {"w2", "w2_scale", "w2_zero", "bias2"}}}) {
       TensorMap w = lend(names);
       family("gmm").make_inputs(Params(stages[i].problem).set("tokens", std::int64_t{1}), o2, w);
       take(w, names);
@@ -395,7 +406,13 @@ FamilyDesc make_layer() {
   f.cost = [](const Params& L, const TensorMap& in) {
     Cost c;
     const double T = L.i("tokens"), D = L.i("hidden"), I = L.i("intermediate");
-    const double es = dtype_size(act_dtype(L)), ws = is_fp8(L) ? 1.0 + 4.0 / (128 * 128) : es;
+    // Weight bytes per element: fp8's codes and block scales; 4-bit: half a byte, a scale per
+    // group (e8m0: 1 byte; int4: bf16) and int4's half-byte zero points.
+    const double es = dtype_size(act_dtype(L));
+    const double g = L.s("dtype") == "int4" ? static_cast<double>(L.i("group")) : 32.0;
+    const double ws = is_fp8(L) ? 1.0 + 4.0 / (128 * 128)
+                      : is_w4(L) ? 0.5 + (L.s("dtype") == "int4" ? 2.0 + (L.b("zero_point") ? 0.5 : 0.0) : 1.0) / g
+                                 : es;
     // Weight bytes of the local experts the tokens actually reach: routing decides it, so count
     // it; the flops are those of the slots routed to a local expert.
     TensorMap r;

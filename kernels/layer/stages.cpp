@@ -12,10 +12,11 @@ static Params stage_problem(const std::string& fam, const Params& layer, std::in
   for (auto& [k, v] : layer.values())
     if (f.problem_param(k)) p.set(k, v);
   // fp8 is dispatch's and gmm's business (DESIGN.md 1.6): the router reads bf16 logits and
-  // combine sums the bf16 rows gmm down writes.
+  // combine sums the bf16 rows gmm down writes. The 4-bit weights (docs/w4.md) are gmm's alone.
   const ParamSpec* dt = f.problem_param("dtype");
-  if (layer.has("dtype") && layer.s("dtype") == "fp8" && dt &&
-      std::find(dt->choices.begin(), dt->choices.end(), "fp8") == dt->choices.end())
+  const bool recipe = layer.has("dtype") && (layer.s("dtype") == "fp8" || layer.s("dtype") == "mxfp4" || layer.s("dtype") == "int4");
+  if (recipe && dt &&
+      std::find(dt->choices.begin(), dt->choices.end(), layer.s("dtype")) == dt->choices.end())
     p.set("dtype", std::string("bf16"));
   for (auto& [k, v] : extra) p.set(k, v);
   return complete(f.problem_params, p, "layer stage " + fam);

@@ -209,4 +209,14 @@ void moe_layer_fp8(const Kernel& k, TensorRef logits, const TensorRef* bias, Ten
   k.run(rows_of(x, "x"), in, {{"out", out}}, stream, ws, ws_bytes);
 }
 
+void moe_layer_w4(const Kernel& k, TensorRef logits, const TensorRef* bias, TensorRef x, TensorRef w13,
+                  TensorRef w13_scale, const TensorRef* w13_zero, TensorRef w2, TensorRef w2_scale,
+                  const TensorRef* w2_zero, TensorRef out, void* stream, void* ws, std::size_t ws_bytes) {
+  RefMap in{{"logits", logits}, {"x", x}, {"w13", w13}, {"w13_scale", w13_scale}, {"w2", w2}, {"w2_scale", w2_scale}};
+  if (bias) in["bias"] = *bias;
+  if (w13_zero) in["w13_zero"] = *w13_zero;
+  if (w2_zero) in["w2_zero"] = *w2_zero;
+  k.run(rows_of(x, "x"), in, {{"out", out}}, stream, ws, ws_bytes);
+}
+
 }  // namespace moe

@@ -49,6 +49,9 @@ std::string problem_key(const Params& problem) {
   if (down || !is("w13_layout", std::string("interleaved"))) p.erase("w13_layout"), p.erase("w13_block");
   if (down || !is("bias13", std::int64_t{1})) p.erase("bias13");
   if (up || !is("bias2", std::int64_t{1})) p.erase("bias2");
+  // So do int4's group and zero points for int4 (mxfp4's group is fixed at 32).
+  if (!(p.has("dtype") && p.at("dtype") == Value(std::string("int4"))))
+    for (const char* k : {"group", "zero_point"}) p.erase(k);
   return p.str();
 }
 

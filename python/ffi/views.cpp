@@ -36,6 +36,7 @@ bool from_dlpack(DLDataType t, DType& out) {
   if (t.code == kDLBfloat && t.bits == 16) return out = DType::bf16, true;
   if (t.code == kDLInt && t.bits == 32) return out = DType::i32, true;
   if (t.code == kDLFloat8_e4m3fn && t.bits == 8) return out = DType::e4m3, true;
+  if (t.code == kDLUInt && t.bits == 8) return out = DType::u8, true;  // packed 4-bit weights, e8m0 scales
   return false;
 }
 

@@ -32,6 +32,7 @@ DLDataType dl_dtype(DType d) {
     case DType::bf16: return {kDLBfloat, 16, 1};
     case DType::i32: return {kDLInt, 32, 1};
     case DType::e4m3: return {kDLFloat8_e4m3fn, 8, 1};
+    case DType::u8: return {kDLUInt, 8, 1};
     default: break;
   }
   throw Error(std::string("the engine's worker cannot pass a ") + std::string(dtype_name(d)) + " tensor to Python");

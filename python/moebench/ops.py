@@ -56,3 +56,16 @@ def moe_layer_fp8(kernel, logits, bias, x, w13, w13_scale, w2, w2_scale, out, wo
     check_outputs("moe_layer_fp8", out=out, workspace=workspace)
     lib().moe_layer_fp8(h, _in(logits), _in(bias), _in(x), _in(w13), _in(w13_scale), _in(w2), _in(w2_scale), out,
                         workspace)
+
+
+def moe_layer_w4(kernel, logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace=None, w13_zero=None, w2_zero=None):
+    """A kernel of dtype mxfp4 or int4 (docs/w4.md), the weights as checkpoints store them. mxfp4:
+    w13 [E, 2I, D/2] and w2 [E, D, I/2] uint8 (two e2m1 codes a byte, the even K element in the
+    low nibble), w13_scale [E, 2I, D/32] and w2_scale [E, D, I/32] uint8 e8m0. int4: w13 [E, 2I, D/8]
+    and w2 [E, D, I/8] int32 (eight codes a word along K, the first in the lowest bits), bf16
+    scales [E, N, K/group], and with zero_point=1 int32 zero points [E, N/8, K/group]. logits, x and
+    out bf16."""
+    h = handle(kernel)
+    check_outputs("moe_layer_w4", out=out, workspace=workspace)
+    lib().moe_layer_w4(h, _in(logits), _in(bias), _in(x), _in(w13), _in(w13_scale), _in(w13_zero), _in(w2), _in(w2_scale),
+                       _in(w2_zero), out, workspace)

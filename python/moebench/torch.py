@@ -88,8 +88,14 @@ def _register():
                       w2: Tensor, w2_scale: Tensor, out: Tensor, workspace: Optional[Tensor] = None) -> None:
         ops.moe_layer_fp8(_kernel(kernel), logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace)
 
+    @torch.library.custom_op(lib + "moe_layer_w4", mutates_args=("out", "workspace"))
+    def moe_layer_w4(kernel: int, logits: Tensor, bias: Optional[Tensor], x: Tensor, w13: Tensor, w13_scale: Tensor,
+                     w2: Tensor, w2_scale: Tensor, out: Tensor, workspace: Optional[Tensor] = None,
+                     w13_zero: Optional[Tensor] = None, w2_zero: Optional[Tensor] = None) -> None:
+        ops.moe_layer_w4(_kernel(kernel), logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace, w13_zero, w2_zero)
+
     # The ops only write into tensors they were given: under tracing there is nothing to do.
-    for op in (router, dispatch, gmm_up, gmm_down, combine, moe_layer, moe_layer_fp8):
+    for op in (router, dispatch, gmm_up, gmm_down, combine, moe_layer, moe_layer_fp8, moe_layer_w4):
         op.register_fake(lambda *args, **kwargs: None)
     _registered = True
     return True
@@ -113,12 +119,12 @@ def _forward(name):
     eager = getattr(ops, name)
 
     @functools.wraps(eager)
-    def call(kernel, *args):
+    def call(kernel, *args, **kwargs):
         kid = kernel_id(kernel)  # before torch is imported: a wrong argument says so either way
-        getattr(_ops(), name)(kid, *args)
+        getattr(_ops(), name)(kid, *args, **kwargs)
 
     return call
 
 
-router, dispatch, gmm_up, gmm_down, combine, moe_layer, moe_layer_fp8 = map(
-    _forward, ("router", "dispatch", "gmm_up", "gmm_down", "combine", "moe_layer", "moe_layer_fp8"))
+router, dispatch, gmm_up, gmm_down, combine, moe_layer, moe_layer_fp8, moe_layer_w4 = map(
+    _forward, ("router", "dispatch", "gmm_up", "gmm_down", "combine", "moe_layer", "moe_layer_fp8", "moe_layer_w4"))

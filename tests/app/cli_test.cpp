@@ -104,6 +104,32 @@ TEST(Cli, Fp8NoteTpRefusalAndAlias) {
   EXPECT_EQ(alias.out.find("note:"), std::string::npos) << alias.out;
 }
 
+// 4-bit weights (docs/w4.md): a model served in mxfp4 or int4 tuned in bf16 gets one note
+// line; --dtype mxfp4 runs on the cpu backend; the emu backend refuses it, saying why.
+TEST(Cli, W4NoteRunAndRefusal) {
+  const std::string hf = std::string(MOEBENCH_TEST_DATA) + "/hf/gpt-oss-120b.json";
+  const std::string small = " --experts 8 --intermediate 64 --tokens 2 --backend cpu";
+  auto note = sh("run gmm --hf-config " + hf + small);
+  EXPECT_EQ(note.rc, 0) << note.out;
+  EXPECT_NE(note.out.find("note: " + hf + " is served in mxfp4"), std::string::npos) << note.out;
+  EXPECT_NE(note.out.find("--dtype mxfp4"), std::string::npos) << note.out;
+  auto run = sh("run gmm --hf-config " + hf + small + " --dtype mxfp4");
+  EXPECT_EQ(run.rc, 0) << run.out;
+  EXPECT_EQ(run.out.find("note:"), std::string::npos) << run.out;
+  auto kimi = sh("run moe-layer --model kimi-k2-thinking --experts 16 --hidden 256 --intermediate 64 --tokens 3 --backend cpu");
+  EXPECT_EQ(kimi.rc, 0) << kimi.out;
+  EXPECT_NE(kimi.out.find("served in int4 (W4A16, a bf16 scale per 32, symmetric)"), std::string::npos) << kimi.out;
+  auto w4a16 = sh("run moe-layer --model kimi-k2-thinking --dtype w4a16 --experts 16 --hidden 256 --intermediate 64 --tokens 3 --backend cpu");
+  EXPECT_EQ(w4a16.rc, 0) << w4a16.out;
+  auto emu = sh("run gmm --dtype int4 --experts 4 --topk 2 --hidden 128 --intermediate 128 --tokens 2 --backend emu");
+  EXPECT_EQ(emu.rc, 2) << emu.out;
+  EXPECT_NE(emu.out.find("no cuda kernel yet"), std::string::npos) << emu.out;
+  auto layer = sh("run moe-layer --dtype mxfp4 --experts 8 --topk 2 --hidden 128 --intermediate 64 --tokens 2 --backend emu");
+  EXPECT_EQ(layer.rc, 2) << layer.out;
+  EXPECT_NE(layer.out.find("stage gmm_up (gmm)"), std::string::npos) << layer.out;
+  EXPECT_NE(layer.out.find("dtype mxfp4 has no cuda kernel yet"), std::string::npos) << layer.out;
+}
+
 TEST(Cli, CudaBackendWithoutDeviceSaysSo) {
   if (moe::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is visible";
   auto r = sh("run router --backend cuda");

@@ -64,8 +64,9 @@ TEST(ModelFp8, OtherBlocksLoadButRefuseFp8) {
 }
 
 TEST(ModelFp8, OtherQuantMethodsAreNotFp8) {
-  const Params m = moe::tuner::load_hf_config(kHf + "gpt-oss-120b.json");  // mxfp4
-  EXPECT_FALSE(m.has("quant"));
+  const Params m = moe::tuner::load_hf_config(kHf + "gpt-oss-120b.json");  // mxfp4 (docs/w4.md)
+  EXPECT_EQ(m.s("quant"), "mxfp4");
+  EXPECT_FALSE(m.has("scale_fmt"));
 }
 
 TEST(ModelFp8, TensorParallelValuesThatKeep128Blocks) {

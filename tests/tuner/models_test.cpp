@@ -36,6 +36,7 @@ const std::vector<Expect> kModels = {
     {"gpt-oss-120b", 128, 4, 0, 1, 1, "softmax", 0, 1, 1.0, 2880, 2880},
     {"gpt-oss-20b", 32, 4, 0, 1, 1, "softmax", 0, 1, 1.0, 2880, 2880},
     {"kimi-k2", 384, 8, 1, 1, 1, "sigmoid", 1, 1, 2.827, 7168, 2048},
+    {"kimi-k2-thinking", 384, 8, 1, 1, 1, "sigmoid", 1, 1, 2.827, 7168, 2048},
     {"kimi-vl-a3b", 64, 6, 2, 1, 1, "sigmoid", 1, 1, 2.446, 2048, 1408},
     {"llama4-maverick", 128, 1, 1, 1, 1, "sigmoid", 0, 0, 1.0, 5120, 8192},
     {"mixtral-8x7b", 8, 2, 0, 1, 1, "softmax", 0, 1, 1.0, 4096, 14336},
@@ -57,7 +58,7 @@ void expect_model(const Params& m, const Expect& e, const std::string& what) {
   const bool oai = name.rfind("gpt-oss", 0) == 0;
   std::vector<std::string> keys;
   for (auto& [k, v] : m.values())
-    if (k != "quant" && k != "scale_fmt" && std::find(expert_fn.begin(), expert_fn.end(), k) == expert_fn.end())
+    if (k != "quant" && k != "scale_fmt" && k != "group" && k != "zero_point" && std::find(expert_fn.begin(), expert_fn.end(), k) == expert_fn.end())
       keys.push_back(k);
   EXPECT_EQ(keys, kKeys);
   for (const std::string& k : expert_fn) EXPECT_EQ(m.has(k), oai) << k;
@@ -70,9 +71,13 @@ void expect_model(const Params& m, const Expect& e, const std::string& what) {
     EXPECT_EQ(m.i("bias13"), 1);
     EXPECT_EQ(m.i("bias2"), 1);
   }
-  // The models served as fp8 block-scaled W8A8 say so (quantization_config); the others do not.
+  // The models served as fp8 block-scaled W8A8 say so (quantization_config), and those with
+  // 4-bit weights (docs/w4.md); the others do not.
   const bool fp8 = name == "deepseek-v3" || name == "kimi-k2" || name.rfind("qwen3-", 0) == 0;
-  EXPECT_EQ(m.has("quant"), fp8);
+  const std::string w4 = oai ? "mxfp4" : name == "kimi-k2-thinking" ? "int4" : "";
+  EXPECT_EQ(m.has("quant"), fp8 || !w4.empty());
+  if (!w4.empty()) EXPECT_EQ(m.s("quant"), w4);
+  EXPECT_EQ(m.has("group"), w4 == "int4");
   EXPECT_EQ(m.has("scale_fmt"), fp8);
   if (fp8) {
     EXPECT_EQ(m.s("quant"), "fp8");

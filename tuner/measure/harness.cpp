@@ -17,6 +17,7 @@ Prepared prepare(const FamilyDesc& f, const Params& problem, const InputOptions&
   p.problem = complete(f.problem_params, problem, "family '" + f.name + "'");
   if (f.check_problem) f.check_problem(p.problem);
   check_host_fits(f, p.problem, given);
+  retype_byte_inputs(f, p.problem, given);
   check_given_dtypes(f, p.problem, given);  // before make_inputs, whose own checks know less
   p.inputs = std::move(given);
   f.make_inputs(p.problem, opt, p.inputs);

@@ -1,6 +1,7 @@
 #include "tuner/problem/given_inputs.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "moe/error.hpp"
@@ -50,6 +51,16 @@ std::string advice(const FamilyDesc& f, const Params& problem, const std::string
 }
 
 }  // namespace
+
+void retype_byte_inputs(const FamilyDesc& f, const Params& problem, TensorMap& given) {
+  for (const TensorSpec& s : f.input_specs(problem)) {
+    auto it = given.find(s.name);
+    if (s.dtype != DType::u8 || it == given.end() || it->second.dtype() != DType::e4m3) continue;
+    Tensor t(DType::u8, it->second.shape());
+    std::memcpy(t.raw(), it->second.raw(), t.nbytes());
+    it->second = std::move(t);
+  }
+}
 
 void check_given_dtypes(const FamilyDesc& f, const Params& problem, const TensorMap& given) {
   for (const TensorSpec& s : f.input_specs(problem)) {

@@ -7,9 +7,12 @@
 // group_score, scoring, dtype (strings). A family takes the ones it has. A model served in fp8
 // (quantization_config with quant_method fp8) adds quant ("fp8" for the 128x128 / 1x128 recipe,
 // else a phrase saying how it differs) and scale_fmt (fp32 | ue8m0); dtype stays the
-// activations' type, and --dtype fp8 selects the recipe. A model whose experts are not
-// silu(gate)*up on split w13 without biases (gpt-oss) adds the expert function's parameters:
-// activation, alpha, limit, w13_layout, w13_block, bias13, bias2 (pp::expert_fn()).
+// activations' type, and --dtype fp8 selects the recipe. A model with 4-bit weights (docs/w4.md)
+// adds quant "mxfp4" (quant_method mxfp4, gpt-oss), or "int4" with group (32 | 128) and zero_point
+// (compressed-tensors' config_groups, AWQ, GPTQ), or a phrase saying how it differs; --dtype
+// mxfp4 | int4 selects them. A model whose experts are not silu(gate)*up on split w13 without
+// biases (gpt-oss) adds the expert function's parameters: activation, alpha, limit, w13_layout,
+// w13_block, bias13, bias2 (pp::expert_fn()).
 #include <string>
 #include <vector>
 
@@ -44,5 +47,8 @@ std::vector<int> fp8_tp_values(std::int64_t intermediate);
 // Refuses a family's fp8 problem the model cannot run: its own fp8 is another recipe, or D or
 // I/tp is not a multiple of 128 (naming the --tp values that work).
 void check_fp8_model(const Params& model, const Params& problem, int tp);
+// The same for a 4-bit problem (dtype mxfp4 | int4): the model's own int4 is a scheme moebench
+// does not run, or D or I/tp is not a multiple of the group.
+void check_w4_model(const Params& model, const Params& problem, int tp);
 
 }  // namespace moe::tuner

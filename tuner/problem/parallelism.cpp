@@ -50,6 +50,29 @@ void check_fp8_model(const Params& model, const Params& problem, int tp) {
               " / --tp " + std::to_string(tp) + " = " + std::to_string(problem.i("intermediate")) + " is not: " + todo);
 }
 
+void check_w4_model(const Params& model, const Params& problem, int tp) {
+  const std::string dt = problem.s("dtype");
+  const std::int64_t group = dt == "int4" && problem.has("group") ? problem.i("group") : 32;
+  const std::string where = dt + " (4-bit weights, a scale per " + std::to_string(group) + " K elements)";
+  if (dt == "int4" && model.has("quant") && model.s("quant").rfind("int4 with", 0) == 0)
+    throw Error(where + ": the model is " + model.s("quant") +
+                ", but moebench's int4 is grouped scales (group 32 or 128) over K in order: tune it in bf16");
+  if (problem.has("hidden") && problem.i("hidden") % group != 0)
+    throw Error(where + " needs the hidden size to be a multiple of " + std::to_string(group) + "; this model's is " +
+                std::to_string(problem.i("hidden")) + ": tune it in bf16");
+  if (!problem.has("intermediate") || problem.i("intermediate") % group == 0) return;
+  const std::int64_t full = problem.i("intermediate") * tp;
+  std::vector<int> good;
+  for (int t = 1; t <= 64 && t <= full; t *= 2)
+    if (full % t == 0 && (full / t) % group == 0) good.push_back(t);
+  std::string todo = good.empty() ? "no --tp gives that for this model; tune it in bf16" : "use --tp " + or_list(good);
+  if (!good.empty() && good.front() == 1 && model.has("experts") && model.i("experts") % tp == 0)
+    todo += ", or keep each expert whole and split the experts across the GPUs instead: --tp 1 --ep " + std::to_string(tp);
+  throw Error(where + " needs the intermediate size per TP shard to be a multiple of " + std::to_string(group) + ", and " +
+              std::to_string(full) + " / --tp " + std::to_string(tp) + " = " + std::to_string(problem.i("intermediate")) +
+              " is not: " + todo);
+}
+
 Params apply_parallelism(Params model, int tp, int ep, int ep_rank) {
   if (tp < 1) throw Error("--tp must be at least 1, got " + std::to_string(tp));
   if (ep < 1) throw Error("--ep must be at least 1, got " + std::to_string(ep));

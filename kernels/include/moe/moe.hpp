@@ -84,5 +84,12 @@ void moe_layer(const Kernel& k, TensorRef logits, const TensorRef* bias, TensorR
 void moe_layer_fp8(const Kernel& k, TensorRef logits, const TensorRef* bias, TensorRef x, TensorRef w13,
                    TensorRef w13_scale, TensorRef w2, TensorRef w2_scale, TensorRef out, void* stream, void* workspace,
                    std::size_t workspace_bytes);
+// The layer with 4-bit weights (dtype=mxfp4 | int4, docs/w4.md), as checkpoints store them:
+// mxfp4 w13/w2 uint8 e2m1 pairs [E, N, K/2] with uint8 e8m0 scales [E, N, K/32]; int4 int32 words
+// of eight codes [E, N, K/8] with bf16 scales [E, N, K/group] and, with zero_point=1, int32 zero
+// points [E, N/8, K/group] (null otherwise). bf16 logits, x and out.
+void moe_layer_w4(const Kernel& k, TensorRef logits, const TensorRef* bias, TensorRef x, TensorRef w13,
+                  TensorRef w13_scale, const TensorRef* w13_zero, TensorRef w2, TensorRef w2_scale,
+                  const TensorRef* w2_zero, TensorRef out, void* stream, void* workspace, std::size_t workspace_bytes);
 
 }  // namespace moe
