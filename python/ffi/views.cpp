@@ -76,7 +76,8 @@ DType dtype_of(const KernelObj& k, DLDataType t, const std::string& name) {
   DType d;
   if (!from_dlpack(t, d))
     throw Error(k.kernel.family().name + ": tensor '" + name + "' has dtype " + dlpack_name(t) +
-                ", which moebench does not take: use float32, float16, bfloat16, int32 (or float8_e4m3fn for fp8)");
+                ", which moebench does not take: use float32, float16, bfloat16, int32 (or float8_e4m3fn for fp8, uint8 for "
+                "4-bit weights)");
   return d;
 }
 

@@ -242,7 +242,7 @@ TEST(Cli, RunHelpShowsEachFamilysDefaults) {
   const auto r = sh("run --help");
   EXPECT_EQ(r.rc, 0);
   EXPECT_NE(r.out.find("default f32 for router; bf16 for dispatch, gmm, combine, moe-layer"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("f32|bf16|f16 for router, combine; f32|bf16|f16|fp8 for dispatch; bf16|f16|fp8 for gmm, moe-layer"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("f32|bf16|f16 for router, combine; f32|bf16|f16|fp8 for dispatch; bf16|f16|fp8|mxfp4|int4 for gmm, moe-layer"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(router, moe-layer; default 1): > 0"), std::string::npos) << r.out;  // --rsf
 }
 
