@@ -113,7 +113,14 @@ TEST(Cli, W4NoteRunAndRefusal) {
   EXPECT_EQ(note.rc, 0) << note.out;
   EXPECT_NE(note.out.find("note: " + hf + " is served in mxfp4"), std::string::npos) << note.out;
   EXPECT_NE(note.out.find("--dtype mxfp4"), std::string::npos) << note.out;
-  auto run = sh("run gmm --hf-config " + hf + small + " --dtype mxfp4");
+  // gpt-oss's own expert function (clamped SwiGLU, interleaved w13, biases) is not computed on
+  // 4-bit weights yet: refused in one line; mxfp4 with the plain function runs.
+  auto oai = sh("run gmm --hf-config " + hf + small + " --dtype mxfp4");
+  EXPECT_EQ(oai.rc, 2) << oai.out;
+  EXPECT_NE(oai.out.find("dtype=mxfp4 computes silu(gate)*up on split w13 without expert biases"), std::string::npos)
+      << oai.out;
+  auto run = sh("run gmm --hf-config " + hf + small +
+                " --dtype mxfp4 --activation silu --w13_layout split --bias13 0 --bias2 0");
   EXPECT_EQ(run.rc, 0) << run.out;
   EXPECT_EQ(run.out.find("note:"), std::string::npos) << run.out;
   auto kimi = sh("run moe-layer --model kimi-k2-thinking --experts 16 --hidden 256 --intermediate 64 --tokens 3 --backend cpu");
@@ -126,7 +133,7 @@ TEST(Cli, W4NoteRunAndRefusal) {
   EXPECT_NE(emu.out.find("no cuda kernel yet"), std::string::npos) << emu.out;
   auto layer = sh("run moe-layer --dtype mxfp4 --experts 8 --topk 2 --hidden 128 --intermediate 64 --tokens 2 --backend emu");
   EXPECT_EQ(layer.rc, 2) << layer.out;
-  EXPECT_NE(layer.out.find("stage gmm_up (gmm)"), std::string::npos) << layer.out;
+  EXPECT_NE(layer.out.find("stage gmm_up"), std::string::npos) << layer.out;
   EXPECT_NE(layer.out.find("dtype mxfp4 has no cuda kernel yet"), std::string::npos) << layer.out;
 }
 
