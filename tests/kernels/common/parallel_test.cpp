@@ -30,7 +30,10 @@ TEST(ParallelFor, ThreadCreationFailureStillDoesEveryChunk) {
   if (pid == 0) {
     // Room for a couple of 8 MB thread stacks at most: later threads cannot be created.
     std::vector<int> hit(4096, 0);
-    const rlimit lim{static_cast<rlim_t>(vm_size() + 20e6), static_cast<rlim_t>(vm_size() + 20e6)};
+    // One reading for both limits: reading /proc allocates, and a second reading may be larger
+    // than the first, which setrlimit refuses (soft above hard).
+    const auto room = static_cast<rlim_t>(vm_size() + 20e6);
+    const rlimit lim{room, room};
     if (::setrlimit(RLIMIT_AS, &lim) != 0) ::_exit(3);
     moe::parallel_for(4096, 64, 1, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t i = b; i < e; ++i) hit[i] += 1;
