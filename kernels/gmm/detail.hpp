@@ -63,11 +63,11 @@ void run_fp8_cpu(const GmmSpec& s, std::int64_t block_m, const RefMap& in, const
 
 // w4.cpp: the 4-bit formats (docs/w4.md). Their weight tensors (codes, scales, int4's zero
 // points), the check of given weights (no NaN scale), random weights quantized to the format,
-// and the fp64 reference on weights dequantized by common/w4_reference.
+// and, for the reference, expert e's weight row n dequantized exactly by common/w4_reference.
 std::vector<TensorSpec> w4_weight_specs(const GmmSpec& s);
 void check_w4_weights(const GmmSpec& s, const TensorMap& in);
 void make_w4_weights(const GmmSpec& s, std::uint64_t seed, TensorMap& in);
-void reference_w4(const GmmSpec& s, const TensorMap& in, TensorMap& out, const std::vector<std::int64_t>& rows);
+void w4_dequant_row(const GmmSpec& s, const TensorMap& in, std::int64_t e, std::int64_t n, double* out);
 // w4_cpu.cpp: the cpu backend's own dequantizer, one weight row (e * n_w + n) to fp32, exactly,
 // zero-padded from K to k_pad.
 struct W4Rows {

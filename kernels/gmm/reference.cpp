@@ -18,7 +18,10 @@ int ref_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_c
 
 float to_float(DType t, std::uint16_t v) { return t == DType::bf16 ? bf16_to_float(v) : f16_to_float(v); }
 
-double dot(const float* a, const float* b, std::int64_t n) {
+// The weights are floats (bf16/f16 exactly) or, for 4-bit formats, doubles: an e2m1 value times
+// 2^(e-127) can pass fp32's range.
+template <class W>
+double dot(const float* a, const W* b, std::int64_t n) {
   // Four sums only to keep several additions in flight; each is still fp64.
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   std::int64_t k = 0;
@@ -112,26 +115,37 @@ void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every
   const std::int64_t blk = s.w13_block;
   const auto gate_row = [&](std::int64_t j) { return s.interleaved ? (j / blk) * 2 * blk + j % blk : j; };
   const auto up_row = [&](std::int64_t j) { return s.interleaved ? gate_row(j) + blk : I + j; };
-  if (s.w4()) return reference_w4(s, in, out, rows);
 
+  // Each expert's weights as exact numbers, once: floats for bf16/f16, dequantized doubles for
+  // the 4-bit formats (w4.cpp).
   std::vector<float> wf, af;
-  const auto* wp = w.data<std::uint16_t>();
+  std::vector<double> wd;
   const auto* ap = act.data<std::uint16_t>();
+  const DType adt = s.w4() ? DType::bf16 : dt;
   auto row_it = rows.begin();
   for (std::int64_t e = 0; e < s.e_local(); ++e) {
     auto row_end = std::lower_bound(row_it, rows.end(), std::int64_t{o[e + 1]});
     const std::vector<std::int64_t> mine(row_it, row_end);
     row_it = row_end;
     if (mine.empty()) continue;
-    // The expert's operands as exact floats, once.
-    wf.resize(static_cast<std::size_t>(NW * K));
-    const std::uint16_t* we = wp + e * NW * K;
-    parallel_for(NW, threads, 16, [&](std::int64_t b, std::int64_t x) {
-      for (std::int64_t i = b * K; i < x * K; ++i) wf[i] = to_float(dt, we[i]);
-    });
+    if (s.w4()) {
+      wd.resize(static_cast<std::size_t>(NW * K));
+      parallel_for(NW, threads, 16, [&](std::int64_t b, std::int64_t x) {
+        for (std::int64_t n = b; n < x; ++n) w4_dequant_row(s, in, e, n, wd.data() + n * K);
+      });
+    } else {
+      wf.resize(static_cast<std::size_t>(NW * K));
+      const std::uint16_t* we = w.data<std::uint16_t>() + e * NW * K;
+      parallel_for(NW, threads, 16, [&](std::int64_t b, std::int64_t x) {
+        for (std::int64_t i = b * K; i < x * K; ++i) wf[i] = to_float(dt, we[i]);
+      });
+    }
     af.resize(mine.size() * static_cast<std::size_t>(K));
     for (std::size_t i = 0; i < mine.size(); ++i)
-      for (std::int64_t k = 0; k < K; ++k) af[i * K + k] = to_float(dt, ap[mine[i] * K + k]);
+      for (std::int64_t k = 0; k < K; ++k) af[i * K + k] = to_float(adt, ap[mine[i] * K + k]);
+    const auto wdot = [&](const float* a, std::int64_t n) {
+      return s.w4() ? dot(a, wd.data() + n * K, K) : dot(a, wf.data() + n * K, K);
+    };
 
     parallel_for(NO, threads, 8, [&](std::int64_t jb, std::int64_t je) {
       for (std::size_t i = 0; i < mine.size(); ++i) {
@@ -141,14 +155,14 @@ void reference(const GmmSpec& s, const TensorMap& in, TensorMap& out, bool every
         for (std::int64_t j = jb; j < je; ++j) {
           double v;
           if (!s.down) {
-            double g = dot(a, wf.data() + gate_row(j) * K, K), u = dot(a, wf.data() + up_row(j) * K, K);
+            double g = wdot(a, gate_row(j)), u = wdot(a, up_row(j));
             if (bias) {
               g += bias->get(e * NW + gate_row(j));
               u += bias->get(e * NW + up_row(j));
             }
             v = s.swiglu_oai ? swiglu_oai(g, u, s.alpha, s.limit) : silu(g) * u;
           } else {
-            v = dot(a, wf.data() + j * K, K);
+            v = wdot(a, j);
             if (bias) v += bias->get(e * NO + j);
             if (rw) v *= rw[r];
           }

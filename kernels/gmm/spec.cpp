@@ -58,10 +58,10 @@ GmmSpec GmmSpec::parse(const Params& p) {
     throw Error("gmm computes in bf16, f16 or fp8, not " + std::string(dtype_name(s.dtype)));
   if (s.fp8) check_fp8_dims("gmm", s.hidden, s.intermediate);
   if (s.w4()) check_w4_dims("gmm", dt, s.group, s.hidden, s.intermediate);
-  if ((s.fp8 || s.w4()) && !s.plain_expert_fn())
+  if (s.fp8 && !s.plain_expert_fn())
     throw Error("gmm: dtype=" + dt +
                 " computes silu(gate)*up on split w13 without expert biases; this problem asks for " + s.expert_fn_str() +
-                ": use dtype bf16 or f16 for it");
+                ": use dtype bf16, f16, mxfp4 or int4 for it");
   if (s.interleaved && !s.down && s.intermediate % s.w13_block != 0)
     throw Error("gmm: w13_block=" + std::to_string(s.w13_block) + " does not divide intermediate=" +
                 std::to_string(s.intermediate) + ": interleaved gate and up blocks must tile I (per --tp shard)");

@@ -1,7 +1,6 @@
 // gmm with 4-bit weights (docs/w4.md): the tensors, the checks of given weights, random inputs
-// quantized to the format, and the reference: every weight dequantized by w4_reference (exact
-// in fp64), times the bf16 activations, summed in fp64; up: silu(gate) * up; down: times the
-// routed weight; each output rounded once to bf16.
+// quantized to the format, and the reference's weights: every one dequantized by w4_reference
+// (exact in fp64); reference.cpp takes them through the expert function as it does bf16's.
 #include <algorithm>
 #include <cmath>
 #include <thread>
@@ -17,25 +16,6 @@ namespace moe::gmm {
 namespace {
 
 int threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
-
-// Expert e's weight row n, dequantized.
-void dequant_row(const GmmSpec& s, const TensorMap& in, std::int64_t e, std::int64_t n, double* out) {
-  const std::int64_t K = s.k_dim(), G = s.w_groups(), NW = s.n_w(), row = e * NW + n;
-  if (s.wq == WeightFormat::mxfp4) {
-    const auto* codes = in.at(s.weight_name()).data<std::uint8_t>() + row * (K / 2);
-    const auto* scales = in.at(s.weight_scale_name()).data<std::uint8_t>() + row * G;
-    for (std::int64_t k = 0; k < K; ++k) out[k] = w4_reference::mxfp4(codes, scales, k);
-    return;
-  }
-  const auto* words = in.at(s.weight_name()).data<std::int32_t>() + row * (K / 8);
-  const auto* scales = in.at(s.weight_scale_name()).data<std::uint16_t>() + row * G;
-  const std::int32_t* zeros = s.zero_point ? in.at(s.weight_zero_name()).data<std::int32_t>() + (e * (NW / 8) + n / 8) * G : nullptr;
-  for (std::int64_t k = 0; k < K; ++k) {
-    const std::int64_t g = k / s.group;
-    const unsigned z = zeros ? w4_reference::nibble(zeros + g, n % 8) : 8u;
-    out[k] = w4_reference::int4(w4_reference::nibble(words, k), z, scales[g]);
-  }
-}
 
 // The nearest e2m1 code of v (|v| <= 6 after scaling), ties to the even code as OCP MX rounds.
 std::uint8_t e2m1_code(float v) {
@@ -155,46 +135,21 @@ void make_w4_weights(const GmmSpec& s, std::uint64_t seed, TensorMap& in) {
   }
 }
 
-void reference_w4(const GmmSpec& s, const TensorMap& in, TensorMap& out, const std::vector<std::int64_t>& rows) {
-  const Tensor& act = in.at(s.act_name());
-  const auto* a16 = act.data<std::uint16_t>();
-  const auto* o = in.at("offsets").data<std::int32_t>();
-  const float* rw = s.routed_weight ? in.at("row_weight").data<float>() : nullptr;
-  Tensor& y = out.at(s.out_name());
-  const std::int64_t K = s.k_dim(), NW = s.n_w(), NO = s.n_out(), I = s.intermediate;
-  std::vector<double> wd, ad;
-  auto row_it = rows.begin();
-  for (std::int64_t e = 0; e < s.e_local(); ++e) {
-    auto row_end = std::lower_bound(row_it, rows.end(), std::int64_t{o[e + 1]});
-    const std::vector<std::int64_t> mine(row_it, row_end);
-    row_it = row_end;
-    if (mine.empty()) continue;
-    wd.resize(static_cast<std::size_t>(NW * K));
-    parallel_for(NW, threads(), 16, [&](std::int64_t b, std::int64_t x) {
-      for (std::int64_t n = b; n < x; ++n) dequant_row(s, in, e, n, wd.data() + n * K);
-    });
-    ad.resize(mine.size() * static_cast<std::size_t>(K));
-    for (std::size_t i = 0; i < mine.size(); ++i)
-      for (std::int64_t k = 0; k < K; ++k) ad[i * K + k] = bf16_to_float(a16[mine[i] * K + k]);
-    auto dot = [&](std::size_t i, std::int64_t n) {
-      double acc = 0;
-      for (std::int64_t k = 0; k < K; ++k) acc += ad[i * K + k] * wd[n * K + k];
-      return acc;
-    };
-    parallel_for(NO, threads(), 8, [&](std::int64_t jb, std::int64_t je) {
-      for (std::size_t i = 0; i < mine.size(); ++i)
-        for (std::int64_t j = jb; j < je; ++j) {
-          double v;
-          if (!s.down) {
-            const double g = dot(i, j), u = dot(i, I + j);
-            v = g / (1.0 + std::exp(-g)) * u;
-          } else {
-            v = dot(i, j);
-            if (rw) v *= rw[mine[i]];
-          }
-          y.set(mine[i] * NO + j, v);
-        }
-    });
+void w4_dequant_row(const GmmSpec& s, const TensorMap& in, std::int64_t e, std::int64_t n, double* out) {
+  const std::int64_t K = s.k_dim(), G = s.w_groups(), NW = s.n_w(), row = e * NW + n;
+  if (s.wq == WeightFormat::mxfp4) {
+    const auto* codes = in.at(s.weight_name()).data<std::uint8_t>() + row * (K / 2);
+    const auto* scales = in.at(s.weight_scale_name()).data<std::uint8_t>() + row * G;
+    for (std::int64_t k = 0; k < K; ++k) out[k] = w4_reference::mxfp4(codes, scales, k);
+    return;
+  }
+  const auto* words = in.at(s.weight_name()).data<std::int32_t>() + row * (K / 8);
+  const auto* scales = in.at(s.weight_scale_name()).data<std::uint16_t>() + row * G;
+  const std::int32_t* zeros = s.zero_point ? in.at(s.weight_zero_name()).data<std::int32_t>() + (e * (NW / 8) + n / 8) * G : nullptr;
+  for (std::int64_t k = 0; k < K; ++k) {
+    const std::int64_t g = k / s.group;
+    const unsigned z = zeros ? w4_reference::nibble(zeros + g, n % 8) : 8u;
+    out[k] = w4_reference::int4(w4_reference::nibble(words, k), z, scales[g]);
   }
 }
 

@@ -105,7 +105,7 @@ TEST(Cli, Fp8NoteTpRefusalAndAlias) {
 }
 
 // 4-bit weights (docs/w4.md): a model served in mxfp4 or int4 tuned in bf16 gets one note
-// line; --dtype mxfp4 runs on the cpu backend; the emu backend refuses it, saying why.
+// line; --dtype mxfp4 runs gpt-oss's own layer on the cpu backend; the emu backend refuses it, saying why.
 TEST(Cli, W4NoteRunAndRefusal) {
   const std::string hf = std::string(MOEBENCH_TEST_DATA) + "/hf/gpt-oss-120b.json";
   const std::string small = " --experts 8 --intermediate 64 --tokens 2 --backend cpu";
@@ -113,12 +113,15 @@ TEST(Cli, W4NoteRunAndRefusal) {
   EXPECT_EQ(note.rc, 0) << note.out;
   EXPECT_NE(note.out.find("note: " + hf + " is served in mxfp4"), std::string::npos) << note.out;
   EXPECT_NE(note.out.find("--dtype mxfp4"), std::string::npos) << note.out;
-  // gpt-oss's own expert function (clamped SwiGLU, interleaved w13, biases) is not computed on
-  // 4-bit weights yet: refused in one line; mxfp4 with the plain function runs.
+  // gpt-oss's own expert function (clamped SwiGLU, interleaved w13, biases) on its mxfp4 weights.
   auto oai = sh("run gmm --hf-config " + hf + small + " --dtype mxfp4");
-  EXPECT_EQ(oai.rc, 2) << oai.out;
-  EXPECT_NE(oai.out.find("dtype=mxfp4 computes silu(gate)*up on split w13 without expert biases"), std::string::npos)
-      << oai.out;
+  EXPECT_EQ(oai.rc, 0) << oai.out;
+  EXPECT_NE(oai.out.find("activation=swiglu_oai"), std::string::npos) << oai.out;
+  EXPECT_NE(oai.out.find("bias13=1"), std::string::npos) << oai.out;
+  EXPECT_NE(oai.out.find("validate PASS"), std::string::npos) << oai.out;
+  auto oai_layer = sh("run moe-layer --hf-config " + hf + small + " --dtype mxfp4");
+  EXPECT_EQ(oai_layer.rc, 0) << oai_layer.out;
+  EXPECT_NE(oai_layer.out.find("validate PASS"), std::string::npos) << oai_layer.out;
   auto run = sh("run gmm --hf-config " + hf + small +
                 " --dtype mxfp4 --activation silu --w13_layout split --bias13 0 --bias2 0");
   EXPECT_EQ(run.rc, 0) << run.out;

@@ -3,9 +3,11 @@
 // exponents from the smallest to the largest, int4's nibble order, offset and zero points, the
 // group boundaries; then the cpu backend against the reference on random problems (up and down,
 // mxfp4 and int4 with and without zero points, poisoned outputs), changed codes caught,
+// gpt-oss's expert function (clamped SwiGLU, interleaved w13, biases) by hand and at random,
 // and the refusals (NaN scales, shapes, the cuda and emu backends, which have no 4-bit kernel).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -225,6 +227,128 @@ TEST(W4GmmCpu, ChangedCodesAreCaught) {
     const auto o = run_cpu(p, F().need_backend(Backend::cpu).default_config(p.problem, DeviceInfo{}), 2);
     EXPECT_FALSE(o.validation.ok) << c.dtype;
   }
+}
+
+// ---- gpt-oss's expert function on 4-bit weights
+
+Tensor bf16_of(Shape shape, const std::vector<double>& v) {
+  Tensor t(DType::bf16, std::move(shape));
+  for (std::size_t i = 0; i < v.size(); ++i) t.set(static_cast<std::int64_t>(i), v[i]);
+  return t;
+}
+
+double bf16(double v) { return bf16_to_float(float_to_bf16(static_cast<float>(v))); }
+
+Params cpu_cfg(std::int64_t bm, std::int64_t bn, std::int64_t bk) {
+  return Params().set("block_m", bm).set("block_n", bn).set("block_k", bk);
+}
+
+TEST(W4GmmExpertFn, Mxfp4InterleavedClampedSwigluWithBiasesByHand) {
+  // One token, x = 32 ones (one e8m0 group); w13 interleaved by single rows, every code of a row
+  // the same. Even columns: gate 1.0 x 2^-3 -> 4, + 0.5 = 4.5; up 0.5 x 2^-1 -> 8, - 0.5 = 7.5,
+  // clamped to 7: 8 * 4.5 * sigmoid(1.702 * 4.5). Odd columns: gate -1.0 x 2^-5 -> -1, - 0.25 =
+  // -1.25; up -6 x 2^-2 -> -48, + 1 = -47, clamped to -7: -6 * -1.25 * sigmoid(1.702 * -1.25).
+  const std::int64_t I = 32, K = 32;
+  std::vector<std::uint8_t> codes(static_cast<std::size_t>(2 * I * K / 2)), scales(static_cast<std::size_t>(2 * I));
+  std::vector<double> bias(static_cast<std::size_t>(2 * I));
+  const std::uint8_t row_code[4] = {0x22, 0x11, 0xAA, 0xFF};
+  const std::uint8_t row_e8[4] = {124, 126, 122, 125};
+  const double row_bias[4] = {0.5, -0.5, -0.25, 1.0};
+  for (std::int64_t r = 0; r < 2 * I; ++r) {
+    const std::size_t kind = static_cast<std::size_t>(r % 4);  // gate even, up even, gate odd, up odd
+    for (std::int64_t b = 0; b < K / 2; ++b) codes[static_cast<std::size_t>(r * K / 2 + b)] = row_code[kind];
+    scales[static_cast<std::size_t>(r)] = row_e8[kind];
+    bias[static_cast<std::size_t>(r)] = row_bias[kind];
+  }
+  TensorMap given;
+  given["offsets"] = testing::i32_tensor({0, 1});
+  given["x_sorted"] = bf16_of({1, K}, std::vector<double>(static_cast<std::size_t>(K), 1.0));
+  Tensor w(DType::u8, {1, 2 * I, K / 2}), sc(DType::u8, {1, 2 * I, 1});
+  std::copy(codes.begin(), codes.end(), w.data<std::uint8_t>());
+  std::copy(scales.begin(), scales.end(), sc.data<std::uint8_t>());
+  given["w13"] = w;
+  given["w13_scale"] = sc;
+  given["bias13"] = bf16_of({1, 2 * I}, bias);
+  Params pr = gmm_problem(1, 1, 1, 0, K, I, 1, "up", "mxfp4");
+  pr.set("activation", std::string("swiglu_oai")).set("alpha", 1.702).set("limit", 7.0);
+  pr.set("w13_layout", std::string("interleaved")).set("w13_block", std::int64_t{1}).set("bias13", std::int64_t{1});
+  const Prepared p = prepare(F(), pr, seeded(1), given);
+  const auto o = run_cpu(p, cpu_cfg(8, 16, 64), 1);
+  EXPECT_TRUE(o.validation.ok) << o.validation.summary();
+  const double even = 35.983023966593485, odd = 6 * 1.25 / (1 + std::exp(1.702 * 1.25));
+  for (std::int64_t j = 0; j < I; ++j) {
+    EXPECT_EQ(p.reference.at("h").get(j), bf16(j % 2 ? odd : even)) << "reference column " << j;
+    EXPECT_EQ(o.outputs.at("h").get(j), bf16(j % 2 ? odd : even)) << "cpu column " << j;
+  }
+}
+
+TEST(W4GmmExpertFn, Int4ZeroPointsBias2AndTheRoutedWeightByHand) {
+  // h = 32 halves; w2 row n holds code n % 16 throughout, zero point 3, scale 0.25: the sum is
+  // 32 * 0.5 * (n % 16 - 3) * 0.25 = 4 * (n % 16 - 3); + bias2 n / 8, then times 0.5.
+  const std::int64_t D = 32, I = 32;
+  Tensor w(DType::i32, {1, D, I / 8}), sc(DType::bf16, {1, D, 1}), z(DType::i32, {1, D / 8, 1});
+  std::vector<double> b2(static_cast<std::size_t>(D));
+  for (std::int64_t n = 0; n < D; ++n) {
+    const std::uint32_t q = static_cast<std::uint32_t>(n % 16);
+    std::uint32_t word = 0;
+    for (int j = 0; j < 8; ++j) word |= q << (4 * j);
+    for (std::int64_t i = 0; i < I / 8; ++i) w.data<std::int32_t>()[n * (I / 8) + i] = static_cast<std::int32_t>(word);
+    sc.set(n, 0.25);
+    b2[static_cast<std::size_t>(n)] = static_cast<double>(n) / 8;
+  }
+  for (std::int64_t i = 0; i < D / 8; ++i) z.data<std::int32_t>()[i] = 0x33333333;
+  TensorMap given;
+  given["offsets"] = testing::i32_tensor({0, 1});
+  given["h"] = bf16_of({1, I}, std::vector<double>(static_cast<std::size_t>(I), 0.5));
+  given["w2"] = w;
+  given["w2_scale"] = sc;
+  given["w2_zero"] = z;
+  given["bias2"] = bf16_of({1, D}, b2);
+  Tensor rw(DType::f32, {1});
+  rw.set(0, 0.5);
+  given["row_weight"] = rw;
+  Params pr = gmm_problem(1, 1, 1, 0, D, I, 1, "down", "int4");
+  pr.set("group", std::int64_t{32}).set("zero_point", std::int64_t{1}).set("routed_weight", std::int64_t{1});
+  pr.set("bias2", std::int64_t{1});
+  const Prepared p = prepare(F(), pr, seeded(1), given);
+  const auto o = run_cpu(p, cpu_cfg(8, 16, 64), 1);
+  EXPECT_TRUE(o.validation.ok) << o.validation.summary();
+  for (std::int64_t n = 0; n < D; ++n) {
+    const double want = bf16(0.5 * (4.0 * static_cast<double>(n % 16 - 3) + static_cast<double>(n) / 8));
+    EXPECT_EQ(p.reference.at("y_sorted").get(n), want) << "reference row " << n;
+    EXPECT_EQ(o.outputs.at("y_sorted").get(n), want) << "cpu row " << n;
+  }
+}
+
+// Random problems through gpt-oss's function on every 4-bit format: interleaved and split w13,
+// limits that clamp often (1) and rarely (7), biases on both stages, hidden 2880 (not a multiple
+// of 128) where the group allows it. Every row is referenced and every cpu config checked.
+TEST(W4GmmExpertFn, CpuMatchesTheReferenceOnEveryFormat) {
+  int checked = 0;
+  for (const Case& c : kCases) {
+    const std::int64_t D = c.group == 32 ? 2880 : 256, I = c.group == 32 ? 64 : 128;
+    for (const char* layout : {"split", "interleaved"})
+      for (double limit : {7.0, 1.0}) {
+        Params pr = gmm_problem(6, 4, 2, 0, D, I, 8, "up", c.dtype);
+        if (std::string(c.dtype) == "int4") pr.set("group", c.group).set("zero_point", std::int64_t{c.zp ? 1 : 0});
+        pr.set("activation", std::string("swiglu_oai")).set("alpha", 1.702).set("limit", limit);
+        pr.set("w13_layout", std::string(layout)).set("w13_block", std::int64_t{std::string(layout) == "split" ? 1 : 8});
+        pr.set("bias13", std::int64_t{1});
+        const Prepared p = prepare(F(), pr, seeded(static_cast<std::uint64_t>(31 + checked)));
+        for (const Params& cfg : F().need_backend(Backend::cpu).space(p.problem, DeviceInfo{}, false)) {
+          const auto o = run_cpu(p, cfg, 2);
+          EXPECT_TRUE(o.validation.ok) << pr.str() << " " << cfg.str() << ": " << o.validation.summary();
+        }
+        ++checked;
+      }
+    Params pd = gmm_problem(6, 4, 2, 0, D, I, 8, "down", c.dtype);
+    if (std::string(c.dtype) == "int4") pd.set("group", c.group).set("zero_point", std::int64_t{c.zp ? 1 : 0});
+    pd.set("bias2", std::int64_t{1}).set("routed_weight", std::int64_t{1});
+    const Prepared q = prepare(F(), pd, seeded(static_cast<std::uint64_t>(90 + checked)));
+    const auto o = run_cpu(q, F().need_backend(Backend::cpu).default_config(q.problem, DeviceInfo{}), 2);
+    EXPECT_TRUE(o.validation.ok) << pd.str() << ": " << o.validation.summary();
+  }
+  EXPECT_EQ(checked, 16);
 }
 
 std::string error_of(const std::function<void()>& f) {
