@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "moe/dtype.hpp"
 #include "moe/family.hpp"
 
 namespace moe::testing {
@@ -18,6 +19,16 @@ inline Tensor i32_tensor(const std::vector<std::int32_t>& v) {
   for (std::size_t i = 0; i < v.size(); ++i) t.data<std::int32_t>()[i] = v[i];
   return t;
 }
+
+// A small bf16 tensor given by value (each value rounded to bf16 as it is stored).
+inline Tensor bf16_tensor(Shape shape, const std::vector<double>& v) {
+  Tensor t(DType::bf16, std::move(shape));
+  for (std::size_t i = 0; i < v.size(); ++i) t.set(static_cast<std::int64_t>(i), v[i]);
+  return t;
+}
+
+// v as bf16 stores it: what a hand-computed expectation of a bf16 output is rounded to.
+inline double bf16_rounded(double v) { return bf16_to_float(float_to_bf16(static_cast<float>(v))); }
 
 inline Params gmm_problem(std::int64_t T, std::int64_t E, std::int64_t k, std::int64_t S, std::int64_t D,
                           std::int64_t I, std::int64_t A, const std::string& stage = "up",

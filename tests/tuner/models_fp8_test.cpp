@@ -11,6 +11,7 @@
 #include <string>
 
 #include "moe/error.hpp"
+#include "support/error_text.hpp"
 #include "tuner/problem/models.hpp"
 
 namespace {
@@ -32,12 +33,7 @@ std::string deepseek_with(const json& quant) {
   return p.string();
 }
 
-// The one-line message f throws, or "" when it throws none.
-template <class F>
-std::string error_of(F&& f) {
-  try { f(); } catch (const moe::Error& e) { return e.what(); }
-  return "";
-}
+using moe::testing::error_of;
 
 TEST(ModelFp8, Ue8m0ScalesFromTheConfig) {
   const std::string path =

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "moe/error.hpp"
+#include "support/error_text.hpp"
 #include "tuner/problem/models.hpp"
 
 namespace {
@@ -31,11 +32,7 @@ std::string config_with(const json& quant, const char* model_type = "deepseek_v3
   return p.string();
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try { f(); } catch (const moe::Error& e) { return e.what(); }
-  return "";
-}
+using moe::testing::error_of;
 
 Params loaded(const json& quant) {
   const std::string path = config_with(quant);

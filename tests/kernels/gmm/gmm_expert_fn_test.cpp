@@ -33,13 +33,8 @@ Params cfg(std::int64_t bm, std::int64_t bn, std::int64_t bk) {
   return Params{{"block_m", bm}, {"block_n", bn}, {"block_k", bk}};
 }
 
-Tensor bf16_tensor(Shape shape, const std::vector<double>& v) {
-  Tensor t(DType::bf16, std::move(shape));
-  for (std::size_t i = 0; i < v.size(); ++i) t.set(static_cast<std::int64_t>(i), v[i]);
-  return t;
-}
-
-double bf16(double v) { return bf16_to_float(float_to_bf16(static_cast<float>(v))); }
+using testing::bf16_tensor;
+double bf16(double v) { return testing::bf16_rounded(v); }
 
 Params swiglu(Params p, double alpha = 1.702, double limit = 7.0) {
   return p.set("activation", std::string("swiglu_oai")).set("alpha", alpha).set("limit", limit);

@@ -48,12 +48,7 @@ Params cfg(std::int64_t bm, std::int64_t bn, std::int64_t bk) {
   return Params{{"block_m", bm}, {"block_n", bn}, {"block_k", bk}};
 }
 
-Tensor bf16_tensor(Shape shape, std::vector<double> v) {
-  Tensor t(DType::bf16, std::move(shape));
-  for (std::size_t i = 0; i < v.size(); ++i) t.set(static_cast<std::int64_t>(i), v[i]);
-  return t;
-}
-
+using testing::bf16_tensor;
 using testing::i32_tensor;
 
 // ---- the reference, pinned by hand

@@ -20,6 +20,7 @@
 #include "gmm/family.hpp"
 #include "moe/error.hpp"
 #include "runtime/table.hpp"
+#include "support/error_text.hpp"
 #include "support/gmm_problems.hpp"
 #include "tuner/measure/harness.hpp"
 
@@ -231,13 +232,8 @@ TEST(W4GmmCpu, ChangedCodesAreCaught) {
 
 // ---- gpt-oss's expert function on 4-bit weights
 
-Tensor bf16_of(Shape shape, const std::vector<double>& v) {
-  Tensor t(DType::bf16, std::move(shape));
-  for (std::size_t i = 0; i < v.size(); ++i) t.set(static_cast<std::int64_t>(i), v[i]);
-  return t;
-}
-
-double bf16(double v) { return bf16_to_float(float_to_bf16(static_cast<float>(v))); }
+using testing::bf16_tensor;
+double bf16(double v) { return testing::bf16_rounded(v); }
 
 Params cpu_cfg(std::int64_t bm, std::int64_t bn, std::int64_t bk) {
   return Params().set("block_m", bm).set("block_n", bn).set("block_k", bk);
@@ -262,13 +258,13 @@ TEST(W4GmmExpertFn, Mxfp4InterleavedClampedSwigluWithBiasesByHand) {
   }
   TensorMap given;
   given["offsets"] = testing::i32_tensor({0, 1});
-  given["x_sorted"] = bf16_of({1, K}, std::vector<double>(static_cast<std::size_t>(K), 1.0));
+  given["x_sorted"] = bf16_tensor({1, K}, std::vector<double>(static_cast<std::size_t>(K), 1.0));
   Tensor w(DType::u8, {1, 2 * I, K / 2}), sc(DType::u8, {1, 2 * I, 1});
   std::copy(codes.begin(), codes.end(), w.data<std::uint8_t>());
   std::copy(scales.begin(), scales.end(), sc.data<std::uint8_t>());
   given["w13"] = w;
   given["w13_scale"] = sc;
-  given["bias13"] = bf16_of({1, 2 * I}, bias);
+  given["bias13"] = bf16_tensor({1, 2 * I}, bias);
   Params pr = gmm_problem(1, 1, 1, 0, K, I, 1, "up", "mxfp4");
   pr.set("activation", std::string("swiglu_oai")).set("alpha", 1.702).set("limit", 7.0);
   pr.set("w13_layout", std::string("interleaved")).set("w13_block", std::int64_t{1}).set("bias13", std::int64_t{1});
@@ -299,11 +295,11 @@ TEST(W4GmmExpertFn, Int4ZeroPointsBias2AndTheRoutedWeightByHand) {
   for (std::int64_t i = 0; i < D / 8; ++i) z.data<std::int32_t>()[i] = 0x33333333;
   TensorMap given;
   given["offsets"] = testing::i32_tensor({0, 1});
-  given["h"] = bf16_of({1, I}, std::vector<double>(static_cast<std::size_t>(I), 0.5));
+  given["h"] = bf16_tensor({1, I}, std::vector<double>(static_cast<std::size_t>(I), 0.5));
   given["w2"] = w;
   given["w2_scale"] = sc;
   given["w2_zero"] = z;
-  given["bias2"] = bf16_of({1, D}, b2);
+  given["bias2"] = bf16_tensor({1, D}, b2);
   Tensor rw(DType::f32, {1});
   rw.set(0, 0.5);
   given["row_weight"] = rw;
@@ -351,14 +347,7 @@ TEST(W4GmmExpertFn, CpuMatchesTheReferenceOnEveryFormat) {
   EXPECT_EQ(checked, 16);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(W4GmmProblem, RefusesBadScalesShapesAndTheDeviceBackends) {
   // An e8m0 NaN scale, an int4 infinite scale: refused naming the tensor.
