@@ -56,6 +56,11 @@ def _call(kernel, entry, inputs, none_at, tokens, rows, workspace_at=None, attrs
     return tuple(out[:-1]) if ws else tuple(out)
 
 
+def _absent(inputs):
+    """The positions of the entry's optional inputs the caller left out."""
+    return [i for i, a in enumerate(inputs.values()) if a is None]
+
+
 def router(kernel, logits, bias=None):
     """(weights [T,K] f32, ids [T,K] i32)."""
     return _call(kernel, "router", {"logits": logits, "bias": bias}, [1] if bias is None else [], logits.shape[0],
@@ -85,10 +90,11 @@ def combine(kernel, y_sorted, dst, weights):
     return _call(kernel, "combine", {"y_sorted": y_sorted, "dst": dst, "weights": weights}, [], weights.shape[0], y_sorted.shape[0])[0]
 
 
-def moe_layer(kernel, logits, bias, x, w13, w2):
-    """out [T, D]; the layer's intermediates in a workspace XLA allocates."""
-    args = {"logits": logits, "bias": bias, "x": x, "w13": w13, "w2": w2}
-    return _call(kernel, "moe_layer", args, [1] if bias is None else [], x.shape[0], x.shape[0], workspace_at=6)[0]
+def moe_layer(kernel, logits, bias, x, w13, w2, bias13=None, bias2=None):
+    """out [T, D]; the layer's intermediates in a workspace XLA allocates. bias13, bias2: the
+    experts' biases of a problem that has them."""
+    args = {"logits": logits, "bias": bias, "x": x, "w13": w13, "w2": w2, "bias13": bias13, "bias2": bias2}
+    return _call(kernel, "moe_layer", args, _absent(args), x.shape[0], x.shape[0], workspace_at=8)[0]
 
 
 def moe_layer_fp8(kernel, logits, bias, x, w13, w13_scale, w2, w2_scale):

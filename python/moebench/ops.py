@@ -42,11 +42,13 @@ def combine(kernel, y_sorted, dst, weights, out):
     lib().combine(h, _in(y_sorted), _in(dst), _in(weights), out)
 
 
-def moe_layer(kernel, logits, bias, x, w13, w2, out, workspace=None):
-    """workspace: kernel.workspace_bytes(T) bytes (any dtype) for the layer's intermediates."""
+def moe_layer(kernel, logits, bias, x, w13, w2, out, workspace=None, bias13=None, bias2=None):
+    """workspace: kernel.workspace_bytes(T) bytes (any dtype) for the layer's intermediates.
+    bias13 [E, 2I] and bias2 [E, D]: the experts' biases of a problem with bias13=1 / bias2=1
+    (gpt-oss), in the activations' dtype, rows in w13's order."""
     h = handle(kernel)
     check_outputs("moe_layer", out=out, workspace=workspace)
-    lib().moe_layer(h, _in(logits), _in(bias), _in(x), _in(w13), _in(w2), out, workspace)
+    lib().moe_layer(h, _in(logits), _in(bias), _in(x), _in(w13), _in(w2), _in(bias13), _in(bias2), out, workspace)
 
 
 def moe_layer_fp8(kernel, logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace=None):
@@ -58,14 +60,16 @@ def moe_layer_fp8(kernel, logits, bias, x, w13, w13_scale, w2, w2_scale, out, wo
                         workspace)
 
 
-def moe_layer_w4(kernel, logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace=None, w13_zero=None, w2_zero=None):
+def moe_layer_w4(kernel, logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace=None, w13_zero=None, w2_zero=None,
+                 bias13=None, bias2=None):
     """A kernel of dtype mxfp4 or int4 (docs/w4.md), the weights as checkpoints store them. mxfp4:
     w13 [E, 2I, D/2] and w2 [E, D, I/2] uint8 (two e2m1 codes a byte, the even K element in the
     low nibble), w13_scale [E, 2I, D/32] and w2_scale [E, D, I/32] uint8 e8m0. int4: w13 [E, 2I, D/8]
     and w2 [E, D, I/8] int32 (eight codes a word along K, the first in the lowest bits), bf16
     scales [E, N, K/group], and with zero_point=1 int32 zero points [E, N/8, K/group]. logits, x and
-    out bf16."""
+    out bf16, and so are the experts' biases bias13 [E, 2I] and bias2 [E, D] of a problem that has
+    them (gpt-oss)."""
     h = handle(kernel)
     check_outputs("moe_layer_w4", out=out, workspace=workspace)
     lib().moe_layer_w4(h, _in(logits), _in(bias), _in(x), _in(w13), _in(w13_scale), _in(w13_zero), _in(w2), _in(w2_scale),
-                       _in(w2_zero), out, workspace)
+                       _in(w2_zero), _in(bias13), _in(bias2), out, workspace)

@@ -80,8 +80,9 @@ def _register():
 
     @torch.library.custom_op(lib + "moe_layer", mutates_args=("out", "workspace"))
     def moe_layer(kernel: int, logits: Tensor, bias: Optional[Tensor], x: Tensor, w13: Tensor, w2: Tensor,
-                  out: Tensor, workspace: Optional[Tensor] = None) -> None:
-        ops.moe_layer(_kernel(kernel), logits, bias, x, w13, w2, out, workspace)
+                  out: Tensor, workspace: Optional[Tensor] = None, bias13: Optional[Tensor] = None,
+                  bias2: Optional[Tensor] = None) -> None:
+        ops.moe_layer(_kernel(kernel), logits, bias, x, w13, w2, out, workspace, bias13, bias2)
 
     @torch.library.custom_op(lib + "moe_layer_fp8", mutates_args=("out", "workspace"))
     def moe_layer_fp8(kernel: int, logits: Tensor, bias: Optional[Tensor], x: Tensor, w13: Tensor, w13_scale: Tensor,
@@ -91,8 +92,10 @@ def _register():
     @torch.library.custom_op(lib + "moe_layer_w4", mutates_args=("out", "workspace"))
     def moe_layer_w4(kernel: int, logits: Tensor, bias: Optional[Tensor], x: Tensor, w13: Tensor, w13_scale: Tensor,
                      w2: Tensor, w2_scale: Tensor, out: Tensor, workspace: Optional[Tensor] = None,
-                     w13_zero: Optional[Tensor] = None, w2_zero: Optional[Tensor] = None) -> None:
-        ops.moe_layer_w4(_kernel(kernel), logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace, w13_zero, w2_zero)
+                     w13_zero: Optional[Tensor] = None, w2_zero: Optional[Tensor] = None,
+                     bias13: Optional[Tensor] = None, bias2: Optional[Tensor] = None) -> None:
+        ops.moe_layer_w4(_kernel(kernel), logits, bias, x, w13, w13_scale, w2, w2_scale, out, workspace, w13_zero, w2_zero,
+                         bias13, bias2)
 
     # The ops only write into tensors they were given: under tracing there is nothing to do.
     for op in (router, dispatch, gmm_up, gmm_down, combine, moe_layer, moe_layer_fp8, moe_layer_w4):

@@ -48,3 +48,22 @@ def combine_reference(y_sorted, dst, weights):
             if r >= 0 and weights[t, j] != 0:
                 out[t] += weights[t, j] * y[r]
     return out
+
+
+def layer_reference(logits, x, W13, W2, k, b13=None, b2=None, swiglu_oai=False, alpha=1.702, limit=7.0):
+    """The layer in fp64 from dequantized weights: softmax top-k renormalized, then per chosen
+    expert silu(gate)*up on split rows, or (swiglu_oai) gpt-oss's clamped SwiGLU on interleaved
+    rows (gate, up, gate, ...), with the experts' biases where given."""
+    w, ids = router_reference(logits, k)
+    I = W13.shape[1] // 2
+    out = np.zeros((x.shape[0], W2.shape[1]))
+    for t in range(x.shape[0]):
+        for j, e in enumerate(ids[t]):
+            a = x[t] @ W13[e].T + (0 if b13 is None else b13[e])
+            if swiglu_oai:
+                gate, up = np.minimum(a[0::2], limit), np.clip(a[1::2], -limit, limit)
+                h = (up + 1) * gate / (1 + np.exp(-alpha * gate))
+            else:
+                h = a[:I] / (1 + np.exp(-a[:I])) * a[I:]
+            out[t] += w[t, j] * (h @ W2[e].T + (0 if b2 is None else b2[e]))
+    return out

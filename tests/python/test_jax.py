@@ -9,7 +9,7 @@ pytest.importorskip("jax_tvm_ffi")
 
 import moebench  # noqa: E402
 import moebench.jax as mj  # noqa: E402
-from conftest import combine_reference, cpu_kernel, router_reference  # noqa: E402
+from conftest import combine_reference, cpu_kernel, layer_reference, router_reference  # noqa: E402
 
 
 def as_f64(a):
@@ -102,3 +102,20 @@ def test_jit_fp8_layer_matches_the_quantized_chain(rng):
     other = jax.jit(lambda *a: mj.moe_layer_fp8(kern, a[0], None, *a[1:]))(
         logits, x, jnp.asarray(w13), w13_scale[:, ::-1].copy(), jnp.asarray(w2), w2_scale)
     assert np.linalg.norm(as_f64(other) - want) / np.linalg.norm(want) > 0.1
+
+
+@pytest.mark.parametrize("biased", [False, True])
+def test_jit_moe_layer_bf16_with_and_without_the_experts_biases(rng, biased):
+    T, E, k, D, I = 6, 8, 2, 64, 32
+    problem = {"experts": E, "topk": k, "hidden": D, "intermediate": I, "dtype": "bf16"}
+    if biased:  # gpt-oss's experts: interleaved rows, clamped SwiGLU, both biases
+        problem.update(activation="swiglu_oai", w13_layout="interleaved", w13_block=1, bias13=1, bias2=1)
+    kern = cpu_kernel("moe-layer", problem)
+    bf16 = lambda shape, scale=1.0: jnp.asarray(rng.standard_normal(shape) * scale, jnp.bfloat16)
+    logits, x, w13, w2 = bf16((T, E)), bf16((T, D)), bf16((E, 2 * I, D), 0.2), bf16((E, D, I), 0.2)
+    b13, b2 = (bf16((E, 2 * I)), bf16((E, D))) if biased else (None, None)
+    out = jax.jit(lambda *a: mj.moe_layer(kern, a[0], None, *a[1:]))(logits, x, w13, w2, b13, b2)
+    assert out.dtype == jnp.bfloat16 and out.shape == (T, D)
+    f = lambda a: None if a is None else as_f64(a)
+    want = layer_reference(as_f64(logits), as_f64(x), as_f64(w13), as_f64(w2), k, f(b13), f(b2), swiglu_oai=biased)
+    assert np.linalg.norm(as_f64(out) - want) / np.linalg.norm(want) < 2e-2

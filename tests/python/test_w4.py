@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 import moebench  # noqa: E402
 import moebench.torch as mt  # noqa: E402
-from conftest import cpu_kernel  # noqa: E402
+from conftest import cpu_kernel, layer_reference  # noqa: E402
 
 T, E, k, D, I = 5, 4, 2, 64, 32
 E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
@@ -17,19 +17,6 @@ E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -
 
 def f64(t):
     return t.to(torch.float32).numpy().astype(np.float64)
-
-
-def layer_reference(logits, x, W13, W2):
-    s = np.exp(logits - logits.max(1, keepdims=True))
-    s /= s.sum(1, keepdims=True)
-    want = np.zeros((T, D))
-    for t in range(T):
-        ids = np.argsort(-s[t], kind="stable")[:k]
-        for e in ids:
-            a = x[t] @ W13[e].T
-            h = a[:I] / (1 + np.exp(-a[:I])) * a[I:]
-            want[t] += s[t, e] / s[t, ids].sum() * (h @ W2[e].T)
-    return want
 
 
 def mxfp4(rng, n, kdim):
@@ -73,7 +60,7 @@ def test_w4_layer_takes_the_checkpoint_tensors(rng, dtype, group, zero_point):
     ws = torch.zeros(max(1, kern.workspace_bytes(T)), dtype=torch.uint8)
     out = torch.full((T, D), float("nan"), dtype=torch.bfloat16)
     mt.moe_layer_w4(kern, logits, None, x, w13, s13, w2, s2, out, ws, z13, z2)
-    want = layer_reference(f64(logits), f64(x), W13, W2)
+    want = layer_reference(f64(logits), f64(x), W13, W2, k)
     rel = np.linalg.norm(f64(out) - want) / np.linalg.norm(want)
     assert rel < 2e-2, rel
     # The eager module takes the same tensors; the scales are read: other scales, another output.
@@ -95,3 +82,57 @@ def test_w4_layer_refuses_what_the_problem_does_not_take(rng):
     with pytest.raises(ValueError, match="w13"):
         moebench.moe_layer_w4(kern, torch.zeros((T, E), dtype=torch.bfloat16), None, x, w13.to(torch.float32), s13, w2, s2,
                               out, ws)
+
+
+def gpt_oss_problem(dtype):
+    return {"experts": E, "topk": k, "hidden": D, "intermediate": I, "dtype": dtype, "align": 1,
+            "activation": "swiglu_oai", "alpha": 1.702, "limit": 7.0, "w13_layout": "interleaved", "w13_block": 1,
+            "bias13": 1, "bias2": 1}
+
+
+def bf16_randn(rng, shape, scale=1.0):
+    return torch.from_numpy((rng.standard_normal(shape) * scale).astype(np.float32)).to(torch.bfloat16)
+
+
+def test_gpt_oss_layer_takes_its_checkpoint_tensors_and_biases(rng):
+    kern = cpu_kernel("moe-layer", gpt_oss_problem("mxfp4"))
+    logits, x = bf16_randn(rng, (T, E)), bf16_randn(rng, (T, D))
+    w13, s13, W13 = mxfp4(rng, 2 * I, D)  # rows in the checkpoint's order: gate, up, gate, up, ...
+    w2, s2, W2 = mxfp4(rng, D, I)
+    # bias2 on the scale of these weights' outputs (hundreds), so that another one shows.
+    b13, b2 = bf16_randn(rng, (E, 2 * I), 2.0), bf16_randn(rng, (E, D), 100.0)
+    ws = torch.zeros(max(1, kern.workspace_bytes(T)), dtype=torch.uint8)
+    out = torch.full((T, D), float("nan"), dtype=torch.bfloat16)
+    mt.moe_layer_w4(kern, logits, None, x, w13, s13, w2, s2, out, ws, bias13=b13, bias2=b2)
+    want = layer_reference(f64(logits), f64(x), W13, W2, k, f64(b13), f64(b2), swiglu_oai=True)
+    assert np.linalg.norm(f64(out) - want) / np.linalg.norm(want) < 2e-2
+    # Both biases are read: without bias2's rows (another bias2) the output moves.
+    other = torch.full((T, D), float("nan"), dtype=torch.bfloat16)
+    moebench.moe_layer_w4(kern, logits, None, x, w13, s13, w2, s2, other, ws, bias13=b13, bias2=b2.flip(0).contiguous())
+    assert np.linalg.norm(f64(other) - want) / np.linalg.norm(want) > 0.05
+
+
+def test_bf16_layer_takes_the_experts_biases(rng):
+    kern = cpu_kernel("moe-layer", gpt_oss_problem("bf16"))
+    logits, x = bf16_randn(rng, (T, E)), bf16_randn(rng, (T, D))
+    w13, w2 = bf16_randn(rng, (E, 2 * I, D), 0.1), bf16_randn(rng, (E, D, I), 0.1)
+    b13, b2 = bf16_randn(rng, (E, 2 * I), 2.0), bf16_randn(rng, (E, D))
+    ws = torch.zeros(max(1, kern.workspace_bytes(T)), dtype=torch.uint8)
+    out = torch.full((T, D), float("nan"), dtype=torch.bfloat16)
+    mt.moe_layer(kern, logits, None, x, w13, w2, out, ws, bias13=b13, bias2=b2)
+    want = layer_reference(f64(logits), f64(x), f64(w13), f64(w2), k, f64(b13), f64(b2), swiglu_oai=True)
+    assert np.linalg.norm(f64(out) - want) / np.linalg.norm(want) < 2e-2
+
+
+def test_layer_biases_are_refused_or_required_by_the_problem(rng):
+    plain = cpu_kernel("moe-layer", {"experts": E, "topk": k, "hidden": D, "intermediate": I, "dtype": "bf16"})
+    biased = cpu_kernel("moe-layer", gpt_oss_problem("bf16"))
+    logits, x = bf16_randn(rng, (T, E)), bf16_randn(rng, (T, D))
+    w13, w2 = bf16_randn(rng, (E, 2 * I, D)), bf16_randn(rng, (E, D, I))
+    b13, b2 = bf16_randn(rng, (E, 2 * I)), bf16_randn(rng, (E, D))
+    out = torch.empty((T, D), dtype=torch.bfloat16)
+    ws = torch.zeros(max(1, plain.workspace_bytes(T), biased.workspace_bytes(T)), dtype=torch.uint8)
+    with pytest.raises(ValueError, match="input 'bias13' is given but the problem"):
+        moebench.moe_layer(plain, logits, None, x, w13, w2, out, ws, bias13=b13)
+    with pytest.raises(ValueError, match="bias2"):
+        moebench.moe_layer(biased, logits, None, x, w13, w2, out, ws, bias13=b13)
