@@ -139,7 +139,7 @@ TEST(Cli, W4NoteRunAndRefusal) {
   auto sweep = sh("sweep gmm --dtype mxfp4 --experts 4 --topk 2 --hidden 128 --intermediate 64 --tokens 1 --backend emu");
   EXPECT_EQ(sweep.rc, 0) << sweep.out;
   EXPECT_EQ(sweep.out.find("FAIL"), std::string::npos) << sweep.out;
-  auto layer = sh("run moe-layer --dtype int4 --experts 8 --topk 2 --hidden 128 --intermediate 64 --tokens 2 --backend emu");
+  auto layer = sh("run moe-layer --dtype int4 --group 32 --experts 8 --topk 2 --hidden 128 --intermediate 64 --tokens 2 --backend emu");
   EXPECT_EQ(layer.rc, 0) << layer.out;
   EXPECT_NE(layer.out.find("validate PASS"), std::string::npos) << layer.out;
   // gpt-oss's expert function is not in the 4-bit kernel's epilogue: refused, saying so.
