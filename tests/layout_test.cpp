@@ -28,6 +28,7 @@ const std::vector<std::string> kTunerLayers = {"base", "problem", "measure", "se
 // kind (listed here). The family's top level (its backends) may include every kind.
 // cublas/ runs the libraries' GEMMs and then wgmma's epilogue kernels (silu*up, the fp8 requant).
 const std::map<std::string, std::vector<std::string>> kKindBuiltOn = {{"gmm/fp8_mma", {"gmm/mma"}},
+                                                                       {"gmm/w4_mma", {"gmm/mma"}},
                                                                        {"gmm/cublas", {"gmm/wgmma"}}};
 
 struct Include {

@@ -11,6 +11,7 @@
 #include "gmm/mma/cuda_configs.hpp"
 #include "gmm/detail.hpp"
 #include "gmm/fp8_mma/fp8_mma_configs.hpp"
+#include "gmm/w4_mma/w4_mma_configs.hpp"
 #include "gmm/wgmma/wgmma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
@@ -255,11 +256,16 @@ std::string foreign_params(const std::vector<ParamSpec>& specs, const Params& co
 
 }  // namespace
 
-// No cuda kernel reads 4-bit weights yet: every config is refused with this, never run on
-// weights it would misread (the emu backend, built over this one, says the same).
-std::string w4_invalid(const GmmSpec& s) {
+// 4-bit weights run on the 4-bit decode kernel (kernel=mma) alone: the library peers and the
+// wgmma path read dense operands.
+std::string w4_kernel_invalid(const GmmSpec& s, const Params& config) {
+  if (cublas::kind_of(config) == cublas::Kind::none && !wgmma::selected(config)) return {};
   return std::string("dtype ") + (s.wq == WeightFormat::mxfp4 ? "mxfp4" : "int4") +
-         " has no cuda kernel yet (4-bit weights run on the cpu backend): use --backend cpu";
+         " runs on kernel=mma (the 4-bit decode kernel) only: kernel=" + config.s("kernel") + " reads dense weights";
+}
+
+void require_w4_kernel(const GmmSpec& s, const Params& config) {
+  if (std::string why = w4_kernel_invalid(s, config); !why.empty()) throw Error("gmm: " + why);
 }
 
 BackendImpl cuda_backend() {
@@ -283,7 +289,11 @@ BackendImpl cuda_backend() {
     std::string why = cublas::foreign_params(specs, config);
     if (!why.empty()) return why;
     const GmmSpec s = GmmSpec::parse(problem);
-    if (s.w4()) return w4_invalid(s);
+    if (s.w4()) {
+      if (why = w4_kernel_invalid(s, config); !why.empty()) return why;
+      if (why = foreign_params(specs, config); !why.empty()) return why;
+      return w4_mma::invalid_reason(s, cuda::parse_config(config), dev);
+    }
     if (why = expert_fn_invalid_reason(s); !why.empty()) return why;
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::invalid_reason(s, cublas::parse_config(config), dev);
@@ -296,8 +306,12 @@ BackendImpl cuda_backend() {
     const GmmSpec s = GmmSpec::parse(problem);
     const double rows = s.avg_rows_per_expert();
     std::vector<Params> v;
-    if (s.w4() || !s.plain_expert_fn()) return v;  // the default alone is tried, and refused saying why
     auto add = [&](const Params& p) { v.push_back(complete(specs, p, "gmm cuda config")); };
+    if (s.w4()) {
+      for (auto& c : w4_mma::space(s, dev, full)) add(cuda::config_params(c));
+      return v;
+    }
+    if (!s.plain_expert_fn()) return v;  // the default alone is tried, and refused saying why
     for (auto& e : cuda::tiles())
       for (int split : cuda::kSplits)
         for (int group_m : cuda::kGroupM) {
@@ -334,6 +348,7 @@ BackendImpl cuda_backend() {
   b.default_config = [specs = b.config_params](const Params& problem, const DeviceInfo& dev) {
     const GmmSpec s = GmmSpec::parse(problem);
     const double rows = s.avg_rows_per_expert();
+    if (s.w4()) return complete(specs, cuda::config_params(w4_mma::default_config(s, dev)), "gmm cuda config");
     if (s.fp8) {
       // Prefill: the blockwise-scaled grouped GEMM's first tile that fits; decode: the mma kernel.
       if (rows > 64)
@@ -360,6 +375,7 @@ BackendImpl cuda_backend() {
       return cublas::layout(GmmSpec::parse(problem), cublas::parse_config(config)).total;
     if (wgmma::selected(config)) return wgmma::workspace_bytes(GmmSpec::parse(problem), wgmma::parse_config(config));
     const GmmSpec s = GmmSpec::parse(problem);
+    if (s.w4()) return w4_mma::workspace_bytes(s, cuda::parse_config(config));
     if (s.fp8) return fp8_mma::workspace_bytes(s, cuda::parse_config(config));
     return cuda::workspace_bytes(s, cuda::parse_config(config));
   };
@@ -377,9 +393,15 @@ BackendImpl cuda_backend() {
     if (const auto* planned = dynamic_cast<const fp8_mma::Plan*>(ctx.plan))
       return fp8_mma::run(planned->spec, planned->config, in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream,
                           planned);
+    if (const auto* planned = dynamic_cast<const w4_mma::Plan*>(ctx.plan))
+      return w4_mma::run(planned->spec, planned->config, in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream,
+                         planned);
     // Plans are made only for problems the kernels compute (b.plan refuses the others).
     const GmmSpec s = GmmSpec::parse(problem);
-    if (s.w4()) throw Error("gmm: " + w4_invalid(s));
+    if (s.w4()) {
+      require_w4_kernel(s, config);
+      return w4_mma::run(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream);
+    }
     require_plain_expert_fn(s);
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::run(s, cublas::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream);
@@ -391,7 +413,10 @@ BackendImpl cuda_backend() {
   };
   b.plan = [](const Params& problem, const Params& config, const RefMap& in) -> std::shared_ptr<const LaunchPlan> {
     const GmmSpec s = GmmSpec::parse(problem);
-    if (s.w4()) throw Error("gmm: " + w4_invalid(s));
+    if (s.w4()) {
+      require_w4_kernel(s, config);
+      return w4_mma::plan(s, cuda::parse_config(config), need(in, s.act_name()).shape.at(0));
+    }
     require_plain_expert_fn(s);
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::plan(s, cublas::parse_config(config), need(in, s.act_name()).shape.at(0));

@@ -80,8 +80,10 @@ struct W4Rows {
 W4Rows w4_rows(const GmmSpec& s, const RefMap& in);
 void w4_row_to_f32(const W4Rows& w, std::int64_t row, std::int64_t k_pad, float* dst);
 
-// The reason the cuda backend (and the emu backend over it) refuses every 4-bit config.
-std::string w4_invalid(const GmmSpec& s);
+// 4-bit weights run on kernel=mma only (the 4-bit decode kernel): the reason another kernel is
+// refused (empty for kernel=mma), and the same as an Error for a run or plan.
+std::string w4_kernel_invalid(const GmmSpec& s, const Params& config);
+void require_w4_kernel(const GmmSpec& s, const Params& config);
 
 BackendImpl cpu_backend();
 BackendImpl cuda_backend();

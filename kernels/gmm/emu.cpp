@@ -235,7 +235,11 @@ BackendImpl emu_backend() {
       cuda_backend(), kSpeed,
       [](const Params& problem, const Params& config, const RefMap& in, const RefMap& out, const LaunchContext& ctx) {
         const GmmSpec s = GmmSpec::parse(problem);
-        if (s.w4()) throw Error("gmm: " + w4_invalid(s));
+        if (s.w4()) {
+          require_w4_kernel(s, config);
+          check_host_offsets(need(in, "offsets").as<const std::int32_t>(), s.e_local() + 1, need(in, s.act_name()).shape.at(0));
+          return emu::run_w4_mma(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes);
+        }
         if (std::string why = expert_fn_invalid_reason(s); !why.empty()) throw Error("gmm: " + why);
         check_host_offsets(need(in, "offsets").as<const std::int32_t>(), s.e_local() + 1, need(in, s.act_name()).shape.at(0));
         if (wgmma::selected(config)) return emu::run_wgmma(s, in, out, 0, wgmma::parse_config(config).shape.swapped());

@@ -21,6 +21,11 @@ void run_fp8_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, cons
                  std::size_t workspace_bytes, long long max_ctas = 0);
 std::vector<cuda::TileShape> emulated_fp8_tiles();
 
+// The 4-bit decode kernel of config `c` and split-K's finalize (w4_mma_emu.cpp); as run_mma.
+void run_w4_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out, void* workspace,
+                std::size_t workspace_bytes, long long max_ctas = 0);
+std::vector<cuda::TileShape> emulated_w4_tiles();
+
 // The wgmma path with the CUTLASS grouped GEMM played by a host loop (the emulator cannot run
 // wgmma or TMA): the setup kernel and, for up, the silu*up kernel run emulated; the loop reads
 // only the per-expert shapes, pointers and strides the setup kernel wrote, so a wrong one fails

@@ -34,6 +34,13 @@ def identify(name, static, obj=None):
         return {"family": "gmm", "kind": "mma-fp8", "config": cfg,
                 "variant": {"stage": "up" if bool_arg(t[4]) else "down", "dtype": "fp8"},
                 "threads": wn * 32, "dynamic_smem_unknown": True}
+    if (t := template_args(name, "gmm_w4_mma_kernel")):
+        # The 4-bit decode kernel: one warp row; the format is a template argument.
+        bm, bn, bk, wn, st = (int(x) for x in t[:5])
+        cfg = {"block_m": bm, "block_n": bn, "block_k": bk, "warps_m": 1, "warps_n": wn, "stages": st}
+        return {"family": "gmm", "kind": "mma-w4", "config": cfg,
+                "variant": {"stage": "up" if bool_arg(t[5]) else "down", "dtype": "mxfp4" if bool_arg(t[6]) else "int4"},
+                "threads": wn * 32, "dynamic_smem_unknown": True}
     if (t := template_args(name, "silu_quant_kernel")):
         # fp8 up's second pass, after the tiles that hold less than a 128-wide group of h.
         return {"family": "gmm", "kind": "fp8-silu-quant", "config": {"block_k": 128, "block_n": 128},

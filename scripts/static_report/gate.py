@@ -5,6 +5,7 @@ from .fp8_encode import check_fp8_encode
 from .fp8_wgmma import check_fp8_wgmma
 from .occupancy import occupancy_of
 from .pdl import missing_waits
+from .w4_decode import check_w4_decode
 from .tools import fail
 
 # Gate thresholds (docs/kernel-report.md).
@@ -84,6 +85,7 @@ def check(base, new):
     # Rules, not comparisons: they hold for fp8 wgmma kernels the baseline has never seen too.
     bad += check_fp8_wgmma(new["kernels"])
     bad += check_fp8_encode(new["kernels"])
+    bad += check_w4_decode(new["kernels"])
     for p, b in base.get("router_best", {}).items():
         n = new.get("router_best", {}).get(p)
         if n and n["per_row"] > b["per_row"] * (1 + LOOP_GROWTH):

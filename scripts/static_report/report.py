@@ -7,6 +7,7 @@ from . import SCHEMA
 from .configs import identify, matches
 from .cubins import read_object
 from .fp8_encode import encode_facts, writes_codes
+from .w4_decode import w4_facts
 from .fp8_wgmma import wgmma_facts
 from .hot_loops import first_load, gmm_loop, memory_loop, vector_loop
 from .occupancy import DEVICES, REG_GRANULE, SMEM_RESERVED, occupancy_of
@@ -77,6 +78,8 @@ def kernel_entry(obj, arch, mangled, name, use, launch_bound, insns, static, sou
         if e["kind"] == "wgmma":
             e["wgmma_ops"] = wgmma_facts(insns)
         e["first_load_after"] = first_load(insns)
+        if e["kind"] == "mma-w4":
+            e["w4"] = w4_facts(insns, loops, e["config"])
     elif family == "router" and ident:
         lanes = ident["config"]["lanes"]
         rr = router_rows(insns, loops, sources, lanes)

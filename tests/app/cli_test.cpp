@@ -105,7 +105,8 @@ TEST(Cli, Fp8NoteTpRefusalAndAlias) {
 }
 
 // 4-bit weights (docs/w4.md): a model served in mxfp4 or int4 tuned in bf16 gets one note
-// line; --dtype mxfp4 runs gpt-oss's own layer on the cpu backend; the emu backend refuses it, saying why.
+// line; --dtype mxfp4 runs gpt-oss's own layer on the cpu backend; the emu backend runs the 4-bit decode kernel
+// (gmm, its sweep, the layer) and refuses gpt-oss's expert function, saying why.
 TEST(Cli, W4NoteRunAndRefusal) {
   const std::string hf = std::string(MOEBENCH_TEST_DATA) + "/hf/gpt-oss-120b.json";
   const std::string small = " --experts 8 --intermediate 64 --tokens 2 --backend cpu";
@@ -131,13 +132,20 @@ TEST(Cli, W4NoteRunAndRefusal) {
   EXPECT_NE(kimi.out.find("served in int4 (W4A16, a bf16 scale per 32, symmetric)"), std::string::npos) << kimi.out;
   auto w4a16 = sh("run moe-layer --model kimi-k2-thinking --dtype w4a16 --experts 16 --hidden 256 --intermediate 64 --tokens 3 --backend cpu");
   EXPECT_EQ(w4a16.rc, 0) << w4a16.out;
-  auto emu = sh("run gmm --dtype int4 --experts 4 --topk 2 --hidden 128 --intermediate 128 --tokens 2 --backend emu");
-  EXPECT_EQ(emu.rc, 2) << emu.out;
-  EXPECT_NE(emu.out.find("no cuda kernel yet"), std::string::npos) << emu.out;
-  auto layer = sh("run moe-layer --dtype mxfp4 --experts 8 --topk 2 --hidden 128 --intermediate 64 --tokens 2 --backend emu");
-  EXPECT_EQ(layer.rc, 2) << layer.out;
-  EXPECT_NE(layer.out.find("stage gmm_up"), std::string::npos) << layer.out;
-  EXPECT_NE(layer.out.find("dtype mxfp4 has no cuda kernel yet"), std::string::npos) << layer.out;
+  // The 4-bit decode kernel under the emulator: gmm, the sweep over its space, the layer.
+  auto emu = sh("run gmm --dtype int4 --zero_point 1 --experts 4 --topk 2 --hidden 128 --intermediate 128 --tokens 2 --backend emu");
+  EXPECT_EQ(emu.rc, 0) << emu.out;
+  EXPECT_NE(emu.out.find("validate PASS"), std::string::npos) << emu.out;
+  auto sweep = sh("sweep gmm --dtype mxfp4 --experts 4 --topk 2 --hidden 128 --intermediate 64 --tokens 1 --backend emu");
+  EXPECT_EQ(sweep.rc, 0) << sweep.out;
+  EXPECT_EQ(sweep.out.find("FAIL"), std::string::npos) << sweep.out;
+  auto layer = sh("run moe-layer --dtype int4 --group 32 --experts 8 --topk 2 --hidden 128 --intermediate 64 --tokens 2 --backend emu");
+  EXPECT_EQ(layer.rc, 0) << layer.out;
+  EXPECT_NE(layer.out.find("validate PASS"), std::string::npos) << layer.out;
+  // gpt-oss's expert function is not in the 4-bit kernel's epilogue: refused, saying so.
+  auto oai_emu = sh("run gmm --dtype mxfp4 --activation swiglu_oai --experts 4 --topk 2 --hidden 128 --intermediate 64 --tokens 1 --backend emu");
+  EXPECT_EQ(oai_emu.rc, 2) << oai_emu.out;
+  EXPECT_NE(oai_emu.out.find("activation=swiglu_oai"), std::string::npos) << oai_emu.out;
 }
 
 TEST(Cli, CudaBackendWithoutDeviceSaysSo) {

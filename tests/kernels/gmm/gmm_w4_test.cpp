@@ -4,7 +4,7 @@
 // group boundaries; then the cpu backend against the reference on random problems (up and down,
 // mxfp4 and int4 with and without zero points, poisoned outputs), changed codes caught,
 // gpt-oss's expert function (clamped SwiGLU, interleaved w13, biases) by hand and at random,
-// and the refusals (NaN scales, shapes, the cuda and emu backends, which have no 4-bit kernel).
+// and the refusals (NaN scales, shapes, the cuda and emu backends' dense kernels).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -383,9 +383,13 @@ TEST(W4GmmProblem, RefusesBadScalesShapesAndTheDeviceBackends) {
     if (!impl) continue;
     for (const char* dt : {"mxfp4", "int4"}) {
       const Params p = complete(F().problem_params, w4_problem(dt, "up"), "gmm");
-      const std::string why = impl->invalid_reason(p, impl->default_config(p, DeviceInfo{}), DeviceInfo{});
-      EXPECT_NE(why.find(std::string("dtype ") + dt + " has no cuda kernel yet"), std::string::npos) << why;
-      EXPECT_TRUE(impl->space(p, DeviceInfo{}, true).empty());
+      // The 4-bit decode kernel (kernel=mma) runs them; kernel=wgmma reads dense weights.
+      Params cfg = impl->default_config(p, DeviceInfo{});
+      EXPECT_EQ(impl->invalid_reason(p, cfg, DeviceInfo{}), "") << dt;
+      EXPECT_FALSE(impl->space(p, DeviceInfo{}, true).empty()) << dt;
+      cfg.set("kernel", std::string("wgmma"));
+      const std::string why = impl->invalid_reason(p, cfg, DeviceInfo{});
+      EXPECT_NE(why.find(std::string("dtype ") + dt + " runs on kernel=mma"), std::string::npos) << why;
     }
   }
 }
