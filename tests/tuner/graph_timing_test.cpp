@@ -97,7 +97,7 @@ TEST(GraphTiming, CpuRecordsSayNotApplicableWithTheReasonAndNoNumber) {
   EXPECT_EQ(graph, records);
   // The summary puts the two side by side and says why there is no graph time.
   const std::string md = markdown_summary(out.results);
-  EXPECT_NE(md.find("| tokens | config | pdl | alone us | graph us | graph / alone | stages us |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tokens | path | config | pdl | alone us | graph us | graph / alone | stages us |"), std::string::npos) << md;
   EXPECT_NE(md.find("| not applicable | - |"), std::string::npos) << md;
   EXPECT_NE(md.find("Not graph-timed: not applicable: the cpu backend"), std::string::npos) << md;
   fs::remove_all(d);
