@@ -18,6 +18,7 @@
 #include "tuner/measure/timer_cuda.hpp"
 #include "tuner/problem/problem.hpp"
 #include "tuner/store/tables_dir.hpp"
+#include "layer/front.hpp"
 #include "layer/stage_configs.hpp"
 #include "runtime/lookup.hpp"
 #include "runtime/table.hpp"
@@ -162,7 +163,12 @@ void run(const CLI::App& cmd, const ProblemArgs& pa, const RunArgs& ra) {
   const tuner::Outcome o = tuner::run_backend(p, backend, config, dev, ra.repeat);
   fmt::print("family   {}\nproblem  {}\nbackend  {} ({})\n", f.name, p.problem.str(), backend_name(backend), dev.name);
   if (stages.empty()) fmt::print("config   {} ({})\n", config.str(), source);
-  for (std::size_t i = 0; i < stages.size(); ++i) {
+  const bool decode = !stages.empty() && decode_path(config);
+  if (!stages.empty())
+    fmt::print("path     {}\n", decode ? fmt::format("decode: one front kernel in place of router and dispatch ({} CTAs)",
+                                                    front_ctas(p.problem, config, dev.sm_count))
+                                       : std::string("stages: every stage its own kernels"));
+  for (std::size_t i = decode ? 2 : 0; i < stages.size(); ++i) {
     const StageChoice& c = stages[i];
     const std::string from = c.how == "explicit" || c.how == "family default" ? "given"
                              : c.how == "default" ? "default: " + (c.warning.empty() ? "no table" : c.warning)

@@ -133,8 +133,10 @@ __device__ void block_exclusive_scan(const int* in, int* out, int n, int* scratc
 }
 
 // src = -1 on each expert's padding rows [off[e] + tot[e], off[e+1]), one warp per expert.
+// A null src (the decode front's CTAs past the first, which keep only dst) marks nothing.
 __device__ void mark_padding(const Dev& a, const int* tot, const int* off, int warp, int nwarps) {
   const int lane = threadIdx.x & 31;
+  if (!a.src) return;
   for (int e = warp; e < a.local; e += nwarps) {
     const long long end = lmin(off[e + 1], a.rows);
     for (long long r = static_cast<long long>(off[e]) + tot[e] + lane; r < end; r += 32) a.src[r] = -1;
@@ -195,7 +197,7 @@ __device__ void warp_rank(int* le, int s0, int s1, int* cnt) {
 }
 
 // Each routed slot of [s0, s1) to its row: the warp's first row of its expert (next) plus its
-// rank; dst = -1 for the others.
+// rank; dst = -1 for the others. A null src: dst only.
 __device__ void warp_place_ranked(const Dev& a, const int* le, int s0, int s1, const int* next) {
   const int lane = threadIdx.x & 31;
   const int rows = a.rows < 0x7fffffff ? static_cast<int>(a.rows) : 0x7fffffff;
@@ -205,35 +207,56 @@ __device__ void warp_place_ranked(const Dev& a, const int* le, int s0, int s1, c
     int row = -1;
     if (v >= 0) {
       row = next[v & ((1 << kExpertBits) - 1)] + (v >> kExpertBits);
-      if (row < rows) a.src[row] = f;  // only a mis-sized output (or broken counts) fails this
-      else row = -1;
+      if (row >= rows) row = -1;  // only a mis-sized output (or broken counts) fails this
+      else if (a.src) a.src[row] = f;
     }
     a.dst[f] = row;
   }
 }
 
+// The single-CTA aligner's shared memory, carved from `smem` for NW warps, El local experts and
+// `slots` slots (single_smem_bytes says how much).
+struct SingleSmem {
+  int per;       // slots per warp
+  int* le;       // [NW * per], first: 16-byte aligned for the staging stores
+  int* cnt;      // [NW][El]: counts, then each warp's first row per expert
+  int* tot;      // [El]: routed rows per expert
+  int* pad;      // [El]
+  int* off;      // [El + 1]: the offsets
+  int* scratch;  // [NW + 1]
+};
+__device__ __forceinline__ SingleSmem single_smem(int* smem, int NW, int El, int slots) {
+  SingleSmem m;
+  m.per = static_cast<int>(single_slots_per_warp(NW, slots));
+  m.le = smem;
+  m.cnt = m.le + NW * m.per;
+  m.tot = m.cnt + NW * El;
+  m.pad = m.tot + El;
+  m.off = m.pad + El;
+  m.scratch = m.off + El + 1;
+  return m;
+}
+
+// The counts to zero: shared memory only, so a kernel may do it before its dependency wait.
 template <int THREADS>
-__global__ void __launch_bounds__(THREADS) align_single_kernel(Dev a) {
+__device__ void single_clear(const SingleSmem& m, int El) {
+  for (int i = threadIdx.x; i < THREADS / 32 * El; i += THREADS) m.cnt[i] = 0;
+}
+
+// The single-CTA aligner's body after single_clear: the maps and offsets of a.ids' slots. On
+// return m.off and m.tot hold the offsets and each expert's routed rows (the decode front reads
+// them); the last writes (dst, src, padding) are not yet synchronised across the CTA.
+template <int THREADS>
+__device__ void single_align(const Dev& a, const SingleSmem& m) {
   constexpr int NW = THREADS / 32;
-  MOE_DYNAMIC_SMEM(int, smem);
   const int El = a.local;
   const int slots = static_cast<int>(a.slots);  // at most kSingleMaxSlots
-  const int per = static_cast<int>(single_slots_per_warp(NW, slots));
-  int* le = smem;                // [NW * per], first: 16-byte aligned for the staging stores
-  int* cnt = le + NW * per;      // [NW][El]: counts, then each warp's first row per expert
-  int* tot = cnt + NW * El;      // [El]
-  int* pad = tot + El;           // [El]
-  int* off = pad + El;           // [El + 1]
-  int* scratch = off + El + 1;   // [NW + 1]
+  int* const cnt = m.cnt;
   const int tid = threadIdx.x, warp = tid >> 5;
-  for (int i = tid; i < NW * El; i += THREADS) cnt[i] = 0;
-  // ids are the router's output; only shared memory is touched before the wait.
-  MOE_GRID_DEPENDENCY_WAIT();
-  MOE_LAUNCH_DEPENDENTS();
-  stage_local<THREADS>(a, slots, NW * per, le);
+  stage_local<THREADS>(a, slots, NW * m.per, m.le);
   __syncthreads();
-  const int s0 = warp * per, s1 = s0 + per;
-  warp_rank(le, s0, s1, cnt + warp * El);
+  const int s0 = warp * m.per, s1 = s0 + m.per;
+  warp_rank(m.le, s0, s1, cnt + warp * El);
   __syncthreads();
   for (int e = tid; e < El; e += THREADS) {
     int run = 0;
@@ -242,17 +265,28 @@ __global__ void __launch_bounds__(THREADS) align_single_kernel(Dev a) {
       cnt[w * El + e] = run;
       run += c;
     }
-    tot[e] = run;
-    pad[e] = padded(run, a.A);
+    m.tot[e] = run;
+    m.pad[e] = padded(run, a.A);
   }
   __syncthreads();
-  block_exclusive_scan<THREADS>(pad, off, El, scratch);
-  for (int e = tid; e <= El; e += THREADS) a.offsets[e] = off[e];
+  block_exclusive_scan<THREADS>(m.pad, m.off, El, m.scratch);
+  for (int e = tid; e <= El; e += THREADS) a.offsets[e] = m.off[e];
   for (int e = tid; e < El; e += THREADS)
-    for (int w = 0; w < NW; ++w) cnt[w * El + e] += off[e];
+    for (int w = 0; w < NW; ++w) cnt[w * El + e] += m.off[e];
   __syncthreads();
-  warp_place_ranked(a, le, s0, s1 < slots ? s1 : slots, cnt + warp * El);
-  mark_padding(a, tot, off, warp, NW);
+  warp_place_ranked(a, m.le, s0, s1 < slots ? s1 : slots, cnt + warp * El);
+  mark_padding(a, m.tot, m.off, warp, NW);
+}
+
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS) align_single_kernel(Dev a) {
+  MOE_DYNAMIC_SMEM(int, smem);
+  const SingleSmem m = single_smem(smem, THREADS / 32, a.local, static_cast<int>(a.slots));
+  single_clear<THREADS>(m, a.local);
+  // ids are the router's output; only shared memory is touched before the wait.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
+  single_align<THREADS>(a, m);
 }
 
 // hist[e * ctas + b] = routed slots of expert e in CTA b's range.

@@ -39,18 +39,14 @@ __device__ __forceinline__ long long q_rows_in_use(const QDev& g) {
 
 __device__ __forceinline__ float bf16_bits_to_float(unsigned bits) { return fp8::f32_from(bits << 16); }
 
-template <int THREADS>
-__global__ void __launch_bounds__(THREADS) quant_gather_kernel(QDev g) {
-  const long long G = g.D / 128, chunks = (G + kGroupsPerWarp - 1) / kGroupsPerWarp;
-  const long long warp = (static_cast<long long>(blockIdx.x) * THREADS + threadIdx.x) / 32;
+// One warp's part of row r: its 128-column groups chunk*4 .. chunk*4+3, from x's row of slot s
+// (a padding row when s is not a slot: a zero row, quantized by the same rule). Every lane of
+// the warp calls it (the amax is shuffled across each group's lanes).
+__device__ __forceinline__ void quant_row_chunk(const QDev& g, long long r, long long chunk, int s) {
+  const long long G = g.D / 128;
   const int lane = threadIdx.x % 32, sub = lane % kLanesPerGroup;
-  const long long r = warp / chunks;  // the same for the whole warp: its shuffles see every lane
-  MOE_GRID_DEPENDENCY_WAIT();
-  MOE_LAUNCH_DEPENDENTS();
-  if (r >= q_rows_in_use(g)) return;
-  const long long grp = (warp % chunks) * kGroupsPerWarp + lane / kLanesPerGroup;
+  const long long grp = chunk * kGroupsPerWarp + lane / kLanesPerGroup;
   const bool live = grp < G;  // D/128 not a multiple of 4: the warp's last lanes idle along
-  const int s = g.src[r];
   const bool pad = s < 0 || s >= g.slots;
   float v[16];
   if (live && !pad) {
@@ -73,9 +69,23 @@ __global__ void __launch_bounds__(THREADS) quant_gather_kernel(QDev g) {
   if (sub == 0) g.scales[r * G + grp] = scale;
 }
 
+// A warp's 128-column groups of a row in one 32-lane call.
+__host__ __device__ __forceinline__ long long quant_chunks(long long D) { return (D / 128 + kGroupsPerWarp - 1) / kGroupsPerWarp; }
+
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS) quant_gather_kernel(QDev g) {
+  const long long chunks = quant_chunks(g.D);
+  const long long warp = (static_cast<long long>(blockIdx.x) * THREADS + threadIdx.x) / 32;
+  const long long r = warp / chunks;  // the same for the whole warp: its shuffles see every lane
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
+  if (r >= q_rows_in_use(g)) return;
+  quant_row_chunk(g, r, warp % chunks, g.src[r]);
+}
+
 // Blocks a launch needs for `rows` rows.
 inline long long quant_gather_blocks(long long rows, long long D, int threads) {
-  const long long warps = rows * ((D / 128 + kGroupsPerWarp - 1) / kGroupsPerWarp);
+  const long long warps = rows * quant_chunks(D);
   return (warps * 32 + threads - 1) / threads;
 }
 

@@ -47,6 +47,26 @@ __device__ __forceinline__ void load_run(const V* in, long long c, int group, lo
   }
 }
 
+// One row's vectors [0, units) by the `group` threads of which this is thread lt: zeros, or a
+// copy of `in` with UNROLL loads in flight (the gathers here and the decode front's).
+template <class V>
+__device__ __forceinline__ void zero_row(V* out, long long units, int lt, int group) {
+  const V zero{};
+  for (long long c = lt; c < units; c += group) __stcs(out + c, zero);
+}
+template <class V, int UNROLL>
+__device__ __forceinline__ void copy_row(const V* in, V* out, long long units, int lt, int group) {
+  for (long long c = lt; c < units; c += static_cast<long long>(group) * UNROLL) {
+    V v[UNROLL];
+    load_run(in, c, group, units, v);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const long long i = c + static_cast<long long>(u) * group;
+      if (i < units) __stcs(out + i, v[u]);
+    }
+  }
+}
+
 template <int THREADS, int VB, int UNROLL>
 __global__ void __launch_bounds__(THREADS) gather_kernel(Dev g, int rows_per_cta) {
   using V = typename VecOf<VB>::type;
@@ -61,20 +81,11 @@ __global__ void __launch_bounds__(THREADS) gather_kernel(Dev g, int rows_per_cta
   V* out = reinterpret_cast<V*>(g.xs + r * g.row_bytes);
   const int s = g.src[r];
   if (s < 0 || s >= g.slots) {  // padding row (or a map value that must not be followed)
-    const V zero{};
-    for (long long c = lt; c < units; c += group) __stcs(out + c, zero);
+    zero_row(out, units, lt, group);
     return;
   }
-  const V* in = reinterpret_cast<const V*>(g.x + static_cast<long long>(s / g.K) * g.row_bytes);
-  for (long long c = lt; c < units; c += static_cast<long long>(group) * UNROLL) {
-    V v[UNROLL];
-    load_run(in, c, group, units, v);
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const long long i = c + static_cast<long long>(u) * group;
-      if (i < units) __stcs(out + i, v[u]);
-    }
-  }
+  copy_row<V, UNROLL>(reinterpret_cast<const V*>(g.x + static_cast<long long>(s / g.K) * g.row_bytes), out, units, lt,
+                      group);
 }
 
 constexpr unsigned kFull = 0xffffffffu;
@@ -101,12 +112,10 @@ __global__ void __launch_bounds__(THREADS) gather_by_token_kernel(Dev g, Tok tk,
     const long long r0 = (blockIdx.x - tk.token_blocks) * static_cast<long long>(kPadRowsPerBlock);
     const long long end = rows_in_use(g);
     const long long r1 = r0 + kPadRowsPerBlock < end ? r0 + kPadRowsPerBlock : end;
-    const V zero{};
     for (long long r = r0 + gi; r < r1; r += per_cta) {
       const int s = g.src[r];
       if (s >= 0 && s < g.slots) continue;
-      V* out = reinterpret_cast<V*>(g.xs + r * g.row_bytes);
-      for (long long c = lt; c < units; c += group) __stcs(out + c, zero);
+      zero_row(reinterpret_cast<V*>(g.xs + r * g.row_bytes), units, lt, group);
     }
     return;
   }

@@ -15,6 +15,7 @@
 #include "common/w4_problem.hpp"
 #include "dispatch/family.hpp"
 #include "gmm/family.hpp"
+#include "layer/front.hpp"
 #include "layer/stage_configs.hpp"
 #include "layer/stages.hpp"
 #include "moe/cuda_device.hpp"
@@ -41,6 +42,7 @@ std::vector<ParamSpec> layer_config_params() {
   v.push_back(int_param("pdl", 1, 0, 1,
                         "1: launch each stage's kernels with programmatic dependent launch, so a kernel starts while "
                         "its predecessor finishes (cuda backend); 0: plain stream order"));
+  for (ParamSpec& p : front_config_params()) v.push_back(std::move(p));
   return v;
 }
 
@@ -142,7 +144,15 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
   all["out"] = need(out, "out");
   // Off when the caller (moe::Kernel's option, a timer) turned it off, or this config does.
   const ProgrammaticLaunch pdl(programmatic_launch() && config.b("pdl"));
-  for (std::size_t i = 0; i < resolved->stages.size(); ++i) {
+  // path=decode: one front kernel in place of the router and dispatch stages.
+  const bool decode = decode_path(config);
+  if (decode) {
+    RefMap front_in = pick(all, {"logits", "x"}), front_out = pick(all, {"weights", "ids", "offsets", "src", "dst", "x_sorted"});
+    if (L.b("bias")) front_in["bias"] = need(all, "bias");
+    if (is_fp8(L)) front_out["x_scale"] = need(all, "x_scale");
+    run_front(b, L, config, front_in, front_out, stage_ctx);
+  }
+  for (std::size_t i = decode ? 2 : 0; i < resolved->stages.size(); ++i) {
     const Stage& s = resolved->stages[i];
     const FamilyDesc& f = family(s.family);
     const RefMap si = stage_inputs(s, all);
@@ -159,10 +169,10 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
   }
 }
 
-Params auto_config(std::int64_t pdl = 1) {
+Params auto_config(std::int64_t pdl = 1, const char* path = "stages") {
   Params c;
   for (const char* k : kStageKeys) c.set(k, std::string("auto"));
-  c.set("pdl", pdl);
+  c.set("pdl", pdl).set("path", std::string(path)).set("front_ctas", std::int64_t{0});
   return c;
 }
 
@@ -172,9 +182,16 @@ BackendImpl layer_backend(Backend b) {
   impl.config_params = layer_config_params();
   // The layer is not searched as a whole: each stage is tuned as its own family and the
   // layer is timed with the stages' chosen configs.
-  // On a GPU the layer is timed with and without programmatic dependent launch.
-  impl.space = [b](const Params&, const DeviceInfo&, bool) {
-    return b == Backend::cuda ? std::vector<Params>{auto_config(1), auto_config(0)} : std::vector<Params>{auto_config()};
+  // On a GPU the layer is timed with and without programmatic dependent launch, through the
+  // stages and, where the decode front can run the problem, through it.
+  impl.space = [b](const Params& L, const DeviceInfo& dev, bool) {
+    std::vector<Params> v = {auto_config(1)};
+    if (b == Backend::cuda) v.push_back(auto_config(0));
+    if (b != Backend::cpu && front_invalid_reason(b, L, dev).empty()) {
+      v.push_back(auto_config(1, "decode"));
+      if (b == Backend::cuda) v.push_back(auto_config(0, "decode"));
+    }
+    return v;
   };
   impl.default_config = [](const Params&, const DeviceInfo&) { return auto_config(); };
   impl.invalid_reason = [b](const Params& L, const Params& c, const DeviceInfo& dev) -> std::string {
@@ -182,10 +199,13 @@ BackendImpl layer_backend(Backend b) {
     // dispatch only returns valid configs), so no table is read here: with no dirs it resolves
     // quietly to the default, and checking a config prints no warning about a missing table.
     try {
+      const bool decode = decode_path(c);
+      if (decode)
+        if (std::string why = front_invalid_reason(b, L, dev); !why.empty()) return why;
       const ResolvedLayer r = resolve_layer(b, L, c, dev, {}, true);
       // A stage's default may be a config its kernels cannot run for this problem (the cuda gmm
       // kernels and gpt-oss's expert function): the layer is invalid for the stage's reason.
-      for (std::size_t i = 0; i < r.stages.size(); ++i) {
+      for (std::size_t i = decode ? 2 : 0; i < r.stages.size(); ++i) {
         const BackendImpl& si = family(r.stages[i].family).need_backend(b);
         if (!si.invalid_reason) continue;
         if (std::string why = si.invalid_reason(r.stages[i].problem, r.choices[i].config, dev); !why.empty())

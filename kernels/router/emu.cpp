@@ -12,21 +12,11 @@
 #include "moe/error.hpp"
 #include "router/cuda_row.hpp"
 #include "router/cuda_shapes.hpp"
+#include "router/emu_lane.hpp"
 
 namespace moe::router {
 
 namespace {
-
-// cuda_kernels.cuh's DeviceLane, on the emulator's intrinsics.
-struct EmuLane {
-  int lane() const { return simt::lane(); }
-  unsigned xor_u(unsigned v, int off) const { return __shfl_xor_sync(0xffffffffu, v, off); }
-  float xor_f(float v, int off) const { return __shfl_xor_sync(0xffffffffu, v, off); }
-  unsigned idx_u(unsigned v, int src, int width) const { return __shfl_sync(0xffffffffu, v, src, width); }
-  unsigned max_u(unsigned v) const { return __reduce_max_sync(0xffffffffu, v); }
-  unsigned min_u(unsigned v) const { return __reduce_min_sync(0xffffffffu, v); }
-  void sync() const { __syncwarp(); }
-};
 
 // cuda_kernels.cuh's router_kernel body for kShapes[I].
 template <int I>

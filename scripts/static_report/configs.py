@@ -76,6 +76,12 @@ def identify(name, static, obj=None):
         if (t := template_args(name, tmpl)):
             return {"family": "dispatch", "kind": "align", "config": {"aligner": aligner, "align_threads": int(t[0])},
                     "variant": {"step": tmpl.split("_")[1]}, "threads": int(t[0])}
+    if (t := template_args(name, "front_kernel")):
+        # The layer's decode front (path=decode): the router's row shape it routes with.
+        lanes, epl, vec = (int(x) for x in t)
+        return {"family": "layer", "kind": "decode-front",
+                "config": {"path": "decode", "lanes": lanes, "epl": epl, "vec_bytes": vec * 2},
+                "variant": {"logits": "16-bit"}, "threads": 512, "dynamic_smem_unknown": True}
     if re.search(r"align_scan_kernel\(", name):
         return {"family": "dispatch", "kind": "align", "config": {"aligner": "multi"}, "variant": {"step": "scan"}}
     # CUTLASS's kernels carry no moebench template, and their names are too deep for c++filt.

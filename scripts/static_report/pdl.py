@@ -30,7 +30,7 @@ def pdl_of(insns):
 def must_wait(k):
     """The kernels the library launches with the programmatic attribute: all of its own. CUTLASS's
     grouped GEMMs are launched by CUTLASS's adapter without it, so they never overlap a predecessor."""
-    if k["family"] in ("router", "dispatch", "combine"):
+    if k["family"] in ("router", "dispatch", "combine", "layer"):
         return True
     return k["family"] == "gmm" and k["kind"] != "wgmma"
 

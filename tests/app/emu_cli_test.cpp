@@ -201,4 +201,21 @@ TEST(EmuCli, RunsTheLayerEndToEnd) {
   }
 }
 
+// The same layer through the decode front (path=decode): one kernel in place of router and
+// dispatch, then the gmm stages and combine; refused past 64 tokens, saying why.
+TEST(EmuCli, RunsTheLayerThroughTheDecodeFront) {
+  for (const char* dt : {"bf16", "fp8"}) {
+    const auto r = sh(exe() + " run moe-layer --backend emu --model qwen3-30b-a3b --ep 8 --tokens 3 --seed 5 --dtype " + dt +
+                      " --config path=decode");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("validate PASS"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("path     decode: one front kernel"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("stage    router:"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("stage    gmm_up: block_k="), std::string::npos) << r.out;
+  }
+  const auto big = sh(exe() + " run moe-layer --backend emu --model qwen3-30b-a3b --ep 8 --tokens 65 --config path=decode");
+  EXPECT_NE(big.code, 0) << big.out;
+  EXPECT_NE(big.out.find("at most 64 tokens"), std::string::npos) << big.out;
+}
+
 }  // namespace

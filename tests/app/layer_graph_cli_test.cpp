@@ -95,10 +95,10 @@ TEST(LayerGraphCli, SweepRecordsTheLayerNotGraphTimedOnTheCpuAndItsStagesUnchang
   EXPECT_NE(md.find("Not graph-timed: not applicable: the cpu backend"), std::string::npos) << md;
   // The layer's stages were tuned in the same sweep: their chosen medians sum beside the tuned
   // layer, not beside the baseline of stage defaults (which no stage point timed).
-  const auto tuned = md.find("| 4 | auto (the tuned stages) | 1 | ");
+  const auto tuned = md.find("| 4 | stages | auto (the tuned stages) | 1 | ");
   ASSERT_NE(tuned, std::string::npos) << md;
   EXPECT_NE(md.substr(tuned, md.find('\n', tuned) - tuned).find("(router "), std::string::npos) << md;
-  const auto baseline = md.find("| 4 | default (every stage) | 1 | ");
+  const auto baseline = md.find("| 4 | stages | default (every stage) | 1 | ");
   ASSERT_NE(baseline, std::string::npos) << md;
   const std::string row = md.substr(baseline, md.find('\n', baseline) - baseline);
   EXPECT_EQ(row.substr(row.size() - 5), "| - |") << row;

@@ -388,8 +388,11 @@ TEST(TunerGpu, LayerSweepTimesEachCandidateAloneAndInAGraph) {
     EXPECT_GT(g["stats"]["median_us"].get<double>(), 0.0);
     ++graphed;
   }
-  EXPECT_GE(graphed, 4);  // per token count: auto with pdl=1 and pdl=0 (and the defaults' baseline)
-  EXPECT_NE(out.summary_md.find("| 1 | auto (the tuned stages) | 0 | "), std::string::npos) << out.summary_md;
+  EXPECT_GE(graphed, 4);  // per token count: auto with pdl=1 and pdl=0, both paths (and the defaults' baseline)
+  EXPECT_NE(out.summary_md.find("| 1 | stages | auto (the tuned stages) | 0 | "), std::string::npos) << out.summary_md;
+  // One token: the decode front is a candidate too, with and without pdl.
+  EXPECT_NE(out.summary_md.find("| 1 | decode | auto (the tuned stages) | 1 | "), std::string::npos) << out.summary_md;
+  EXPECT_NE(out.summary_md.find("| 1 | decode | auto (the tuned stages) | 0 | "), std::string::npos) << out.summary_md;
   std::printf("%s\n", out.summary_md.c_str());
   fs::remove_all(d);
 }

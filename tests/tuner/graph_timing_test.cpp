@@ -97,7 +97,7 @@ TEST(GraphTiming, CpuRecordsSayNotApplicableWithTheReasonAndNoNumber) {
   EXPECT_EQ(graph, records);
   // The summary puts the two side by side and says why there is no graph time.
   const std::string md = markdown_summary(out.results);
-  EXPECT_NE(md.find("| tokens | config | pdl | alone us | graph us | graph / alone | stages us |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tokens | path | config | pdl | alone us | graph us | graph / alone | stages us |"), std::string::npos) << md;
   EXPECT_NE(md.find("| not applicable | - |"), std::string::npos) << md;
   EXPECT_NE(md.find("Not graph-timed: not applicable: the cpu backend"), std::string::npos) << md;
   fs::remove_all(d);
@@ -246,10 +246,10 @@ TEST(GraphTiming, GpuJournalGivesGraphStatsCsvRowsAndTheSideBySideSummary) {
 
   const std::string md = markdown_summary(results);
   EXPECT_NE(md.find("timing=graph: 10 calls captured in one CUDA graph"), std::string::npos) << md;
-  EXPECT_NE(md.find("| 4 | auto (the tuned stages) | 1 | 50.000 | 20.000 | 0.40 | 15.000 (router 1.0 + dispatch 2.0 + "
+  EXPECT_NE(md.find("| 4 | stages | auto (the tuned stages) | 1 | 50.000 | 20.000 | 0.40 | 15.000 (router 1.0 + dispatch 2.0 + "
                     "gmm_up 3.0 + gmm_down 4.0 + combine 5.0) |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| 4 | auto (the tuned stages) | 0 | 80.000 | not capturable | - | 15.000"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 4 | stages | auto (the tuned stages) | 0 | 80.000 | not capturable | - | 15.000"), std::string::npos) << md;
   EXPECT_NE(md.find("Not graph-timed: not capturable: a stage waits on the host"), std::string::npos) << md;
 }

@@ -63,7 +63,7 @@ std::string resolved_text(const json& resolved, const json& asked, bool short_na
   bool any_auto = false, any_stage = false, all_default = true;
   if (asked.is_object())
     for (auto& [stage, v] : asked.items()) {
-      if (!v.is_string()) continue;
+      if (!v.is_string() || stage == "path") continue;
       any_stage = true;
       any_auto = any_auto || v == "auto";
       all_default = all_default && v == "default";
@@ -253,7 +253,7 @@ std::string graph_table(const json& results, const std::vector<const json*>& poi
       bool all_auto = true, all_default = true, any_stage = false;
       if (r->value("config", json::object()).is_object())
         for (auto& [k, v] : (*r)["config"].items()) {
-          if (!v.is_string()) continue;
+          if (!v.is_string() || k == "path") continue;
           any_stage = true;
           all_auto = all_auto && v == "auto";
           all_default = all_default && v == "default";
@@ -273,7 +273,12 @@ std::string graph_table(const json& results, const std::vector<const json*>& poi
         }
         stages = fmt::format("{:.3f} ({})", sum, terms);
       }
-      rows += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r->value("tokens", 0), asked,
+      // The path: the stages' own kernels, or the decode front in place of router and dispatch.
+      const json& cfg = r->value("config", json::object());
+      const std::string path = cfg.is_object() && cfg.contains("path") && cfg["path"].is_string()
+                                   ? cfg["path"].get<std::string>() : "stages";
+      if (path == "decode") stages = "-";  // the stage points time the router and dispatch kernels it replaces
+      rows += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", r->value("tokens", 0), path, asked,
                           num(*r, "pdl", "{:.0f}"), alone, graph, ratio, stages);
     }
   }
@@ -282,7 +287,8 @@ std::string graph_table(const json& results, const std::vector<const json*>& poi
       "\nThe layer alone (timing=alone: the sweep's timer, one call at a time) and as engines run it (timing=graph: {} "
       "calls captured in one CUDA graph, replayed, per call), median us per call; stages: for the tuned stages, the sum "
       "of the stage points' chosen medians at the same token count:\n\n"
-      "| tokens | config | pdl | alone us | graph us | graph / alone | stages us |\n|---:|---|---:|---:|---:|---:|---|\n",
+      "| tokens | path | config | pdl | alone us | graph us | graph / alone | stages us |\n"
+      "|---:|---|---|---:|---:|---:|---:|---|\n",
       calls);
   md += rows;
   if (!not_timed.empty()) md += "\nNot graph-timed: " + not_timed + "\n";

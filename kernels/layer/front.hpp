@@ -1,0 +1,28 @@
+#pragma once
+// The layer's decode path (config path=decode): one kernel does the router's and dispatch's work
+// for a batch of at most 64 tokens (front_kernels.cuh), then gmm up, gmm down and combine run as
+// stages. Its outputs are the router's and dispatch's exactly (DESIGN.md 1.1, 1.2, 1.6).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "moe/family.hpp"
+
+namespace moe {
+
+// The layer config's path and front_ctas parameters.
+std::vector<ParamSpec> front_config_params();
+bool decode_path(const Params& layer_config);
+
+// Why the decode front cannot run this layer problem on backend b (empty when it can).
+std::string front_invalid_reason(Backend b, const Params& layer_problem, const DeviceInfo& dev);
+
+// The front's CTAs: front_ctas when given, else enough to share the gather's rows.
+int front_ctas(const Params& layer_problem, const Params& layer_config, int sm_count);
+
+// Runs the front on backend b (cuda or emu): `in` holds logits, x and (with the problem's bias)
+// bias; `out` weights, ids, offsets, src, dst, x_sorted and, for fp8, x_scale, as dispatch sizes them.
+void run_front(Backend b, const Params& layer_problem, const Params& layer_config, const RefMap& in, const RefMap& out,
+               const LaunchContext& ctx);
+
+}  // namespace moe

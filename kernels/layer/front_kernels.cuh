@@ -1,0 +1,89 @@
+#pragma once
+// The decode front: router -> aligner -> gather for a batch of at most kMaxTokens tokens in one
+// kernel. Each CTA routes every row with the router's row code (router/cuda_row.hpp) into shared
+// memory, aligns the slots with the single-CTA aligner's body (dispatch/cuda_align_kernels.cuh),
+// and gathers its share of the rows with dispatch's row copy or fp8 quantizer, so the results are
+// the stages' own. CTA 0 writes weights, ids, offsets, src and dst; the others keep their copies
+// in shared memory (the aligner skips src when it is null). Written once against a Lane
+// (cuda_row.hpp): the device kernel (cuda_front.cu) and the emulator (front_emu.cpp) share it.
+#include "dispatch/cuda_align_kernels.cuh"
+#include "dispatch/cuda_gather_fp8_kernels.cuh"
+#include "dispatch/cuda_gather_kernels.cuh"
+#include "layer/front_launch.hpp"
+#include "router/cuda_row.hpp"
+
+namespace moe::layer_front {
+
+namespace {
+
+// Whether row r (< offsets[local]) is a padding row: past its expert's routed rows. The last
+// expert whose offset is at most r holds it (empty experts share their successor's offset).
+__device__ __forceinline__ bool is_padding(const int* off, const int* tot, int local, long long r) {
+  int lo = 0, hi = local;  // off[lo] <= r < off[hi]
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (off[mid] <= r) lo = mid;
+    else hi = mid;
+  }
+  return r - off[lo] >= tot[lo];
+}
+
+template <int LANES, int EPL, int V, class Lane>
+__device__ void front_body(const Args& f, Lane& ln, int* smem) {
+  constexpr int NW = kThreads / 32;
+  namespace ak = dispatch_cuda::align_kernels;
+  const int El = f.local, slots = static_cast<int>(f.route.T) * f.K;
+  const ak::SingleSmem m = ak::single_smem(smem, NW, El, slots);
+  // After the aligner's part (its scratch ends it), as smem_ints lays it out.
+  int* ids = smem + round4(m.scratch + NW + 1 - smem);
+  float* weights = reinterpret_cast<float*>(ids + round4(slots));
+  int* dst = reinterpret_cast<int*>(weights + round4(slots));
+  int* offsets = dst + round4(slots);
+  ak::single_clear<kThreads>(m, El);
+  // logits and x may be the previous layer's output: nothing global is read before the wait.
+  MOE_GRID_DEPENDENCY_WAIT();
+  MOE_LAUNCH_DEPENDENTS();
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  router::kern::Args ra = f.route;
+  ra.weights = weights;
+  ra.ids = ids;
+  router::kern::RowKernel<LANES, EPL, V, 2>::rows(ra, ln, warp, NW);
+  __syncthreads();
+  const ak::Dev d{ids, slots, f.e0, El, f.E_total, f.A, offsets, blockIdx.x == 0 ? f.src : nullptr, dst, f.rows};
+  ak::single_align<kThreads>(d, m);
+  __syncthreads();
+  if (blockIdx.x == 0) {
+    for (int i = tid; i < slots; i += kThreads) f.ids[i] = ids[i], f.weights[i] = weights[i], f.dst[i] = dst[i];
+    for (int e = tid; e <= El; e += kThreads) f.offsets[e] = offsets[e];
+  }
+  // The rows: the routed ones by slot (dst), the padding ones by row; warps over the whole grid.
+  const long long gw = static_cast<long long>(blockIdx.x) * NW + warp, nw = static_cast<long long>(gridDim.x) * NW;
+  const long long used = m.off[El] < f.rows ? m.off[El] : f.rows;
+  if (!f.fp8) {
+    namespace gk = dispatch_cuda::gather_kernels;
+    const long long units = f.row_bytes / 16;
+    const auto* x = static_cast<const uint4*>(f.x);
+    auto* xs = static_cast<uint4*>(f.x_sorted);
+    for (long long s = gw; s < slots; s += nw) {
+      const int row = dst[s];
+      if (row >= 0) gk::copy_row<uint4, 4>(x + s / f.K * units, xs + row * units, units, lane, 32);
+    }
+    for (long long r = gw; r < used; r += nw)
+      if (is_padding(m.off, m.tot, El, r)) gk::zero_row(xs + r * units, units, lane, 32);
+    return;
+  }
+  namespace qk = dispatch_cuda::gather_fp8_kernels;
+  const qk::QDev q{static_cast<const std::uint16_t*>(f.x), nullptr, static_cast<std::uint8_t*>(f.x_sorted), f.x_scale,
+                   f.rows, slots, f.K, f.D, nullptr, f.ue8m0 != 0};
+  const long long ch = qk::quant_chunks(f.D);
+  for (long long i = gw; i < slots * ch; i += nw) {
+    const int row = dst[i / ch];
+    if (row >= 0) qk::quant_row_chunk(q, row, i % ch, static_cast<int>(i / ch));
+  }
+  for (long long i = gw; i < used * ch; i += nw)
+    if (is_padding(m.off, m.tot, El, i / ch)) qk::quant_row_chunk(q, i / ch, i % ch, -1);
+}
+
+}  // namespace
+
+}  // namespace moe::layer_front

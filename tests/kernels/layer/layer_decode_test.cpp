@@ -1,0 +1,224 @@
+// The layer's decode path (path=decode): the front kernel (routing, alignment and the gather in
+// one launch) run under the emulator, its intermediates against the router's and dispatch's own
+// references, and the layer end to end against its fp64 reference; where it cannot run, a reason.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/emu_backend.hpp"
+#include "layer/front.hpp"
+#include "layer/stages.hpp"
+#include "moe/cuda_device.hpp"
+#include "moe/family.hpp"
+#include "support/prepared_problems.hpp"
+#include "tuner/measure/harness.hpp"
+
+namespace {
+
+using moe::Params;
+using moe::Tensor;
+using moe::TensorMap;
+
+// softmax over 16 experts, no groups.
+Params plain(std::int64_t T, const std::string& dtype) {
+  return Params{{"tokens", T},          {"dtype", dtype},       {"experts", std::int64_t{16}}, {"topk", std::int64_t{4}},
+                {"hidden", std::int64_t{128}}, {"intermediate", std::int64_t{128}}, {"align", std::int64_t{4}}};
+}
+// DeepSeek-like at small E: sigmoid + bias, 8 groups keeping 3 by their top-2 sums, a shared
+// expert, renormalised and scaled.
+Params deepseek_like(std::int64_t T, const std::string& dtype) {
+  return Params{{"tokens", T},
+                {"dtype", dtype},
+                {"experts", std::int64_t{32}},
+                {"topk", std::int64_t{4}},
+                {"shared", std::int64_t{1}},
+                {"groups", std::int64_t{8}},
+                {"topk_group", std::int64_t{3}},
+                {"scoring", std::string("sigmoid")},
+                {"bias", std::int64_t{1}},
+                {"rsf", 2.5},
+                {"hidden", std::int64_t{256}},
+                {"intermediate", std::int64_t{128}},
+                {"align", std::int64_t{8}}};
+}
+// An expert-parallel rank of it: experts [5, 21), no shared one.
+Params ep_slice(std::int64_t T, const std::string& dtype) {
+  return deepseek_like(T, dtype).set("expert_begin", std::int64_t{5}).set("expert_end", std::int64_t{21});
+}
+
+// Ties and NaN in the logits: token 0 all equal (every pick a tie, to the lower index), token 1
+// some NaN, the last token all NaN (NaN scores: experts 0..k-1 with weight 0), and repeated
+// values elsewhere.
+void plant_edges(Tensor& logits) {
+  const std::int64_t T = logits.shape()[0], E = logits.shape()[1];
+  for (std::int64_t e = 0; e < E; ++e) logits.set(e, 0.5);
+  if (T > 1)
+    for (std::int64_t e = 0; e < E; e += 3) logits.set(E + e, std::nan(""));
+  if (T > 2)
+    for (std::int64_t e = 0; e < E; ++e) logits.set((T - 1) * E + e, std::nan(""));
+  for (std::int64_t t = 2; t + 1 < T; t += 2) logits.set(t * E + 7, logits.get(t * E + 3));
+}
+
+moe::tuner::Prepared prepared(const Params& L, std::uint64_t seed) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  auto p = moe::testing::prepare_seeded(f, L, {}, "uniform", seed);
+  plant_edges(p.inputs.at("logits"));
+  // Again from the edited logits: the reference follows them.
+  return moe::testing::prepare_raw(f, p.problem, std::move(p.inputs));
+}
+
+Params decode_config(std::int64_t ctas) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  return moe::complete(f.need_backend(moe::Backend::emu).config_params,
+                       Params{{"path", std::string("decode")}, {"front_ctas", ctas}}, "decode config");
+}
+
+// The front's outputs as the layer holds them (sized for the worst-case rows), poisoned.
+TensorMap front_outputs(const Params& L) {
+  const auto st = moe::layer_stages(L);
+  const std::int64_t T = L.i("tokens"), K = L.i("topk") + L.i("shared"), D = L.i("hidden");
+  const std::int64_t El = moe::layer_experts(L).count(), R = moe::layer_max_rows(L);
+  const bool fp8 = L.s("dtype") == "fp8";
+  const moe::DType act = L.s("dtype") == "f16" ? moe::DType::f16 : moe::DType::bf16;
+  TensorMap o;
+  o["weights"] = Tensor(moe::DType::f32, {T, K});
+  o["ids"] = Tensor(moe::DType::i32, {T, K});
+  o["offsets"] = Tensor(moe::DType::i32, {El + 1});
+  o["src"] = Tensor(moe::DType::i32, {R});
+  o["dst"] = Tensor(moe::DType::i32, {T * K});
+  o["x_sorted"] = Tensor(fp8 ? moe::DType::e4m3 : act, {R, D});
+  if (fp8) o["x_scale"] = Tensor(moe::DType::f32, {R, D / 128});
+  for (auto& [k, t] : o) moe::poison_host(t.ref());
+  return o;
+}
+
+Tensor first_rows(const Tensor& t, std::int64_t n) {
+  moe::Shape s = t.shape();
+  const std::size_t row = t.nbytes() / static_cast<std::size_t>(s[0]);
+  s[0] = n;
+  Tensor r(t.dtype(), s);
+  std::memcpy(r.raw(), t.raw(), row * static_cast<std::size_t>(n));
+  return r;
+}
+
+// Runs the front under the emulator and checks it against the router's and dispatch's
+// references: the router's on the logits, dispatch's on the ids the front chose.
+void check_front(const Params& given, std::int64_t ctas, std::uint64_t seed) {
+  const auto p = prepared(given, seed);
+  const Params& L = p.problem;
+  const std::string what = L.str() + " ctas=" + std::to_string(ctas);
+  TensorMap in;
+  for (const char* k : {"logits", "x", "bias"})
+    if (p.inputs.count(k)) in[k] = Tensor::borrow(p.inputs.at(k));
+  TensorMap out = front_outputs(L);
+  moe::run_front(moe::Backend::emu, L, decode_config(ctas), moe::refs(in), moe::refs(out), moe::LaunchContext{});
+
+  const auto st = moe::layer_stages(L);
+  const moe::FamilyDesc& router = moe::family("router");
+  TensorMap rin;
+  rin["logits"] = Tensor::borrow(in.at("logits"));
+  if (in.count("bias")) rin["bias"] = Tensor::borrow(in.at("bias"));
+  TensorMap rref = moe::allocate(router.output_specs(st[0].problem, rin));
+  router.reference(st[0].problem, rin, rref);
+  TensorMap rgot;
+  for (const char* k : {"weights", "ids"}) rgot[k] = Tensor::borrow(out.at(k));
+  const moe::Validation rv = router.validate(st[0].problem, rin, rgot, rref);
+  EXPECT_TRUE(rv.ok) << what << " router: " << rv.summary();
+  // The validator forgives swaps of near-equal scores; token 0's exact ties must go to the lower index.
+  for (std::int64_t j = 0; j < rref.at("ids").shape()[1]; ++j)
+    EXPECT_EQ(out.at("ids").data<std::int32_t>()[j], rref.at("ids").data<std::int32_t>()[j]) << what << " tied slot " << j;
+
+  const moe::FamilyDesc& dispatch = moe::family("dispatch");
+  TensorMap din;
+  din["x"] = Tensor::borrow(in.at("x"));
+  din["ids"] = Tensor::borrow(out.at("ids"));
+  TensorMap dref = moe::allocate(dispatch.output_specs(st[1].problem, din));
+  dispatch.reference(st[1].problem, din, dref);
+  const std::int64_t R = dref.at("src").numel();
+  TensorMap dgot;
+  for (const char* k : {"offsets", "dst"}) dgot[k] = Tensor::borrow(out.at(k));
+  for (const char* k : {"src", "x_sorted", "x_scale"})
+    if (out.count(k)) dgot[k] = first_rows(out.at(k), R);
+  const moe::Validation dv = dispatch.validate(st[1].problem, din, dgot, dref);
+  EXPECT_TRUE(dv.ok) << what << " dispatch: " << dv.summary();
+  // Rows past the routing's R are the worst case's room: left alone, as dispatch leaves them.
+  const Tensor& src = out.at("src");
+  for (std::int64_t r = R; r < src.numel(); ++r)
+    ASSERT_TRUE(moe::is_poison(moe::DType::i32, src.data<std::int32_t>() + r)) << what << " src row " << r;
+}
+
+TEST(LayerDecode, FrontMatchesTheRouterAndDispatchReferences) {
+  std::uint64_t seed = 3;
+  for (std::int64_t T : {1, 5, 16, 64})
+    for (const char* dtype : {"bf16", "fp8"}) {
+      check_front(plain(T, dtype), 1, ++seed);
+      check_front(deepseek_like(T, dtype), T == 16 ? 3 : 1, ++seed);
+      check_front(ep_slice(T, dtype), 2, ++seed);
+    }
+}
+
+TEST(LayerDecode, FrontServesHalfAnd4BitLayers) {
+  check_front(plain(5, "f16"), 2, 101);
+  // 4-bit layers gather bf16 activations.
+  check_front(deepseek_like(16, "mxfp4").set("intermediate", std::int64_t{64}), 2, 102);
+}
+
+// The layer end to end through the front, the gmm stages and combine, against its fp64 reference.
+TEST(LayerDecode, LayerMatchesItsReference) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  std::uint64_t seed = 50;
+  for (std::int64_t T : {1, 5, 16, 64})
+    for (const char* dtype : {"bf16", "fp8"}) {
+      const auto p = prepared(T == 64 ? plain(T, dtype) : deepseek_like(T, dtype), ++seed);
+      const Params cfg = moe::tuner::complete_config(f, moe::Backend::emu, p.problem, decode_config(0),
+                                                     moe::emu_device_info());
+      const auto o = moe::tuner::run_emu(p, cfg);
+      EXPECT_TRUE(o.validation.ok) << T << " " << dtype << ": " << o.validation.summary();
+    }
+}
+
+TEST(LayerDecode, InvalidWithAReasonWhereTheFrontCannotRun) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  const moe::DeviceInfo h100 = moe::emu_device_info();
+  const auto problem = [&](Params L) { return moe::complete(f.problem_params, L, "moe-layer"); };
+  const auto& emu = f.need_backend(moe::Backend::emu);
+  EXPECT_EQ(emu.invalid_reason(problem(deepseek_like(64, "bf16")), decode_config(0), h100), "");
+  const std::string many = emu.invalid_reason(problem(deepseek_like(65, "bf16")), decode_config(0), h100);
+  EXPECT_NE(many.find("at most 64 tokens"), std::string::npos) << many;
+  const std::string cpu = f.need_backend(moe::Backend::cpu)
+                              .invalid_reason(problem(deepseek_like(4, "bf16")), decode_config(0), moe::cpu_device_info(1));
+  EXPECT_NE(cpu.find("cpu backend"), std::string::npos) << cpu;
+  // 2000 experts: wider than any row the front compiles.
+  const std::string wide = emu.invalid_reason(problem(plain(4, "bf16").set("experts", std::int64_t{2000})),
+                                              decode_config(0), h100);
+  EXPECT_NE(wide.find("no row shape"), std::string::npos) << wide;
+  // The stages path stays valid where the front is not.
+  Params stages = decode_config(0);
+  stages.set("path", std::string("stages"));
+  EXPECT_EQ(emu.invalid_reason(problem(deepseek_like(65, "bf16")), stages, h100), "");
+}
+
+TEST(LayerDecode, TheLayerSpaceOffersBothPaths) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  const Params L = moe::complete(f.problem_params, deepseek_like(8, "bf16"), "moe-layer");
+  int decode = 0;
+  for (const Params& c : f.need_backend(moe::Backend::emu).space(L, moe::emu_device_info(), false))
+    decode += moe::decode_path(c);
+  EXPECT_EQ(decode, 1);
+  if (const moe::BackendImpl* cuda = f.backend(moe::Backend::cuda)) {
+    int with_pdl = 0, n = 0;
+    for (const Params& c : cuda->space(L, moe::emu_device_info(), false))
+      if (moe::decode_path(c)) ++n, with_pdl += c.i("pdl") == 1;
+    EXPECT_EQ(n, 2);
+    EXPECT_EQ(with_pdl, 1);
+  }
+  // Past 64 tokens only the stages remain.
+  const Params big = moe::complete(f.problem_params, deepseek_like(65, "bf16"), "moe-layer");
+  for (const Params& c : f.need_backend(moe::Backend::emu).space(big, moe::emu_device_info(), false))
+    EXPECT_FALSE(moe::decode_path(c)) << c.str();
+}
+
+}  // namespace
