@@ -1,6 +1,8 @@
 #include "runtime/table.hpp"
 
 #include <cctype>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -55,9 +57,22 @@ std::string problem_key(const Params& problem) {
   return p.str();
 }
 
+// File systems refuse a name over 255 bytes, and a layer with gpt-oss's expert function has a
+// longer key: such a key keeps its first 160 bytes and ends with a hash of the whole key (the
+// table inside still names its full problem), so every reader and writer computes the same name.
+static std::string table_file_name(const std::string& key) {
+  constexpr std::size_t kLongest = 200, kKept = 160;
+  if (key.size() <= kLongest) return key + ".json";
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return key.substr(0, kKept) + "~" + hex + ".json";
+}
+
 std::string table_path(const std::string& dir, const std::string& device, const std::string& kernel,
                        const std::string& key) {
-  return (fs::path(dir) / device / kernel / (key + ".json")).string();
+  return (fs::path(dir) / device / kernel / table_file_name(key)).string();
 }
 
 // An engine that found the package with find_package(moebench) compiles a one-line source

@@ -42,7 +42,7 @@ std::string slugify(const std::string& name);
 // (scale_fmt only where dtype is fp8, the expert function's parameters only where they differ
 // from silu on split w13 without biases and matter to the stage, so other keys read as before).
 std::string problem_key(const Params& problem);
-// <dir>/<device>/<kernel>/<problem key>.json
+// <dir>/<device>/<kernel>/<problem key>.json (a key over 200 bytes: its first 160 and a hash of it)
 std::string table_path(const std::string& dir, const std::string& device, const std::string& kernel,
                        const std::string& problem_key);
 // Where tables are looked for, first first: $MOEBENCH_CONFIG_DIR (':'-separated) alone when set;
