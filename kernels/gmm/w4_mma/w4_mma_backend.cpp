@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "gmm/alignment.hpp"
+#include "gmm/mma/decode_space.hpp"
 #include "gmm/w4_mma/w4_mma_configs.hpp"
 #include "moe/cuda_device.hpp"
 #include "moe/cuda_launch_api.hpp"
@@ -86,17 +87,8 @@ std::size_t workspace_bytes(const GmmSpec& s, const cuda::Config& c) {
 }
 
 std::vector<cuda::Config> space(const GmmSpec& s, const DeviceInfo& dev, bool full) {
-  const double rows = s.avg_rows_per_expert();
-  std::vector<cuda::Config> v;
-  for (auto& t : tiles())
-    for (int split : kSplits) {
-      const cuda::Config c{t, split, 1};
-      if (!w4_mma::invalid_reason(s, c, dev).empty()) continue;
-      // Curated: no 32-row tile for experts of a few rows, split-K only where rows are few.
-      if (!full && ((t.bm > 16 && t.bm > 2 * rows) || (split > 1 && rows > 64))) continue;
-      v.push_back(c);
-    }
-  return v;
+  return cuda::decode_space(tiles(), kSplits, s.avg_rows_per_expert(), full,
+                            [&](const cuda::Config& c) { return w4_mma::invalid_reason(s, c, dev); });
 }
 
 cuda::Config default_config(const GmmSpec& s, const DeviceInfo& dev) {
