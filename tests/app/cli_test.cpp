@@ -136,7 +136,8 @@ TEST(Cli, W4NoteRunAndRefusal) {
   auto emu = sh("run gmm --dtype int4 --zero_point 1 --experts 4 --topk 2 --hidden 128 --intermediate 128 --tokens 2 --backend emu");
   EXPECT_EQ(emu.rc, 0) << emu.out;
   EXPECT_NE(emu.out.find("validate PASS"), std::string::npos) << emu.out;
-  auto sweep = sh("sweep gmm --dtype mxfp4 --experts 4 --topk 2 --hidden 128 --intermediate 64 --tokens 1 --backend emu");
+  auto sweep = sh("sweep gmm --dtype mxfp4 --experts 4 --topk 2 --hidden 128 --intermediate 64 --tokens 1 --backend emu"
+                  " --tables none --quiet --out " + tmpdir("w4-emu-sweep"));
   EXPECT_EQ(sweep.rc, 0) << sweep.out;
   EXPECT_EQ(sweep.out.find("FAIL"), std::string::npos) << sweep.out;
   auto layer = sh("run moe-layer --dtype int4 --group 32 --experts 8 --topk 2 --hidden 128 --intermediate 64 --tokens 2 --backend emu");
