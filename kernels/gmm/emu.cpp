@@ -123,6 +123,12 @@ std::vector<cuda::TileShape> emulated_tiles() {
   return v;
 }
 
+void run_pad_rows(const cuda::KernelArgs& a, long long sms) {
+  const PadRowsArgs pa{a.act, const_cast<std::uint8_t*>(a.fn.pad_rows), a.rows, a.k_dim};
+  emu_launch("gmm_pad_rows_kernel", pad_rows_blocks(a.rows, 8 * sms), kPadRowsWarps * 32, 0,
+             [&] { emulated::gmm_pad_rows_kernel<kPadRowsWarps>(pa); });
+}
+
 void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out, void* workspace,
              std::size_t workspace_bytes, long long max_ctas) {
   cuda::KernelArgs a = cuda::plan_args(s, c, need(in, s.act_name()).shape.at(0));

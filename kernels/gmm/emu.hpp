@@ -16,6 +16,9 @@ namespace moe::gmm::emu {
 void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out, void* workspace,
              std::size_t workspace_bytes, long long max_ctas = 0);
 
+// The pad-row pass ahead of a biased stage (expert_fn.cuh), into a.fn.pad_rows, over `sms` SMs.
+void run_pad_rows(const cuda::KernelArgs& a, long long sms);
+
 // The fp8 decode kernel of config `c` and its second pass (fp8_mma_emu.cpp); as run_mma.
 void run_fp8_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out, void* workspace,
                  std::size_t workspace_bytes, long long max_ctas = 0);

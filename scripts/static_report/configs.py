@@ -39,7 +39,8 @@ def identify(name, static, obj=None):
         bm, bn, bk, wn, st = (int(x) for x in t[:5])
         cfg = {"block_m": bm, "block_n": bn, "block_k": bk, "warps_m": 1, "warps_n": wn, "stages": st}
         return {"family": "gmm", "kind": "mma-w4", "config": cfg,
-                "variant": {"stage": "up" if bool_arg(t[5]) else "down", "dtype": "mxfp4" if bool_arg(t[6]) else "int4"},
+                "variant": {"stage": "up" if bool_arg(t[5]) else "down", "dtype": "mxfp4" if bool_arg(t[6]) else "int4",
+                            "epilogue": "expert_fn" if len(t) > 7 and bool_arg(t[7]) else "plain"},
                 "threads": wn * 32, "dynamic_smem_unknown": True}
     if (t := template_args(name, "silu_quant_kernel")):
         # fp8 up's second pass, after the tiles that hold less than a 128-wide group of h.
@@ -50,7 +51,12 @@ def identify(name, static, obj=None):
                 "variant": {"order": "row", "dtype": "fp8"}, "threads": int(t[0])}
     if (t := template_args(name, "gmm_finalize_kernel")):
         return {"family": "gmm", "kind": "finalize", "config": {"split_k": ">1"},
-                "variant": {"stage": "up" if bool_arg(t[0]) else "down", "dtype": "bf16" if bool_arg(t[1]) else "f16"}}
+                "variant": {"stage": "up" if bool_arg(t[0]) else "down", "dtype": "bf16" if bool_arg(t[1]) else "f16",
+                            "epilogue": "expert_fn" if len(t) > 2 and bool_arg(t[2]) else "plain"}}
+    if (t := template_args(name, "gmm_pad_rows_kernel")):
+        # Ahead of a biased stage: a warp per activation row flags the all-zero (padding) ones.
+        return {"family": "gmm", "kind": "pad-rows", "config": {"warps": int(t[0])}, "variant": {},
+                "threads": int(t[0]) * 32}
     if (t := template_args(name, "gmm_schedule_kernel")):
         # The one-CTA kernel writing the mma kernels' tile map; its shared memory is experts+1 ints.
         most = (static.get("max_experts") or {}).get("experts")

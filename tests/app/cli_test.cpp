@@ -106,7 +106,7 @@ TEST(Cli, Fp8NoteTpRefusalAndAlias) {
 
 // 4-bit weights (docs/w4.md): a model served in mxfp4 or int4 tuned in bf16 gets one note
 // line; --dtype mxfp4 runs gpt-oss's own layer on the cpu backend; the emu backend runs the 4-bit decode kernel
-// (gmm, its sweep, the layer) and refuses gpt-oss's expert function, saying why.
+// (gmm, its sweep, the layer) with gpt-oss's expert function, and refuses what it cannot map.
 TEST(Cli, W4NoteRunAndRefusal) {
   const std::string hf = std::string(MOEBENCH_TEST_DATA) + "/hf/gpt-oss-120b.json";
   const std::string small = " --experts 8 --intermediate 64 --tokens 2 --backend cpu";
@@ -143,10 +143,18 @@ TEST(Cli, W4NoteRunAndRefusal) {
   auto layer = sh("run moe-layer --dtype int4 --group 32 --experts 8 --topk 2 --hidden 128 --intermediate 64 --tokens 2 --backend emu");
   EXPECT_EQ(layer.rc, 0) << layer.out;
   EXPECT_NE(layer.out.find("validate PASS"), std::string::npos) << layer.out;
-  // gpt-oss's expert function is not in the 4-bit kernel's epilogue: refused, saying so.
-  auto oai_emu = sh("run gmm --dtype mxfp4 --activation swiglu_oai --experts 4 --topk 2 --hidden 128 --intermediate 64 --tokens 1 --backend emu");
-  EXPECT_EQ(oai_emu.rc, 2) << oai_emu.out;
+  // gpt-oss's expert function in the 4-bit kernel's epilogue, its gmm and its layer from its config.
+  auto oai_emu = sh("run gmm --hf-config " + hf + " --dtype mxfp4 --experts 4 --topk 2 --intermediate 64 --tokens 1 --backend emu");
+  EXPECT_EQ(oai_emu.rc, 0) << oai_emu.out;
   EXPECT_NE(oai_emu.out.find("activation=swiglu_oai"), std::string::npos) << oai_emu.out;
+  EXPECT_NE(oai_emu.out.find("validate PASS"), std::string::npos) << oai_emu.out;
+  auto oai_emu_layer = sh("run moe-layer --hf-config " + hf + " --dtype mxfp4 --experts 8 --intermediate 64 --tokens 2 --backend emu");
+  EXPECT_EQ(oai_emu_layer.rc, 0) << oai_emu_layer.out;
+  EXPECT_NE(oai_emu_layer.out.find("validate PASS"), std::string::npos) << oai_emu_layer.out;
+  // Interleaved blocks the kernel's mask cannot map are refused, saying why.
+  auto odd = sh("run gmm --dtype mxfp4 --w13_layout interleaved --w13_block 3 --experts 4 --topk 2 --hidden 128 --intermediate 96 --tokens 1 --backend emu");
+  EXPECT_EQ(odd.rc, 2) << odd.out;
+  EXPECT_NE(odd.out.find("power of two"), std::string::npos) << odd.out;
 }
 
 TEST(Cli, CudaBackendWithoutDeviceSaysSo) {

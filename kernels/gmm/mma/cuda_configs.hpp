@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gmm/expert_fn_args.hpp"
 #include "gmm/spec.hpp"
 #include "moe/family.hpp"
 
@@ -75,6 +76,9 @@ struct KernelArgs {
   int tail_only_split = -1;  // the split whose only slice is partial; else -1
   std::uint32_t up_elems = 0;  // n_out * k_dim: from a gate row to its up row
   int neg_split = -1, neg_n_tiles = -1;  // a remainder n - q*d is then one multiply-add
+  // The expert function, for the kernels instantiated with it (expert_fn.cuh); plain
+  // instantiations never read it.
+  ExpertFnArgs fn;
 };
 
 inline void set_k_slices(KernelArgs& a, int bk) {
@@ -121,7 +125,9 @@ void add_tiles_m128(std::vector<TileEntry>& v);
 
 // Split-K finalize: sums the fp32 partials in split order (deterministic) and applies the
 // epilogue (silu*up or the routed weight), writing out.
-PlannedLaunch plan_finalize(const KernelArgs& a, bool down, DType t);
+PlannedLaunch plan_finalize(const KernelArgs& a, bool down, DType t, bool expert_fn = false);
+// The pass flagging all-zero activation rows (a.fn.pad_rows) ahead of a biased stage's kernel.
+PlannedLaunch plan_pad_rows(const KernelArgs& a);
 // The schedule kernel that writes the tile map for block_m = bm (launched before the gmm kernel;
 // its plan launches it with the KernelArgs by value), and the map's bytes for `rows`: 16 per
 // M-tile that many rows can make, and 16 for the status entry.

@@ -1,5 +1,6 @@
-// Plans the split-K finalize pass (gmm_finalize_kernel in cuda_kernel.cuh) and the schedule
-// kernel that writes the tile map (cuda_tile_map.cuh).
+// Plans the split-K finalize pass (gmm_finalize_kernel in cuda_kernel.cuh), the schedule
+// kernel that writes the tile map (cuda_tile_map.cuh) and the pad-row pass ahead of a biased
+// stage (expert_fn.cuh).
 #include "gmm/mma/cuda_launch.cuh"
 
 namespace moe::gmm::cuda {
@@ -13,11 +14,11 @@ void launch_with_args(const PlannedLaunch& p, const KernelArgs& a, void* stream)
   launch_kernel_args(p.func, p.grid, p.threads, p.smem, stream, by_value);
 }
 
-template <bool UP, bool BF16>
+template <bool UP, bool BF16, bool FN>
 PlannedLaunch plan(const KernelArgs& a) {
   const long long pairs = static_cast<long long>(a.rows) * (a.n_out / 2);
   PlannedLaunch p;
-  p.func = reinterpret_cast<const void*>(&gmm_finalize_kernel<UP, BF16>);
+  p.func = reinterpret_cast<const void*>(&gmm_finalize_kernel<UP, BF16, FN>);
   p.launch = &launch_with_args;
   p.grid = static_cast<unsigned>(std::min<long long>((pairs + 255) / 256, 8ll * std::max(a.sm_count, 1)));
   p.threads = 256;
@@ -37,7 +38,23 @@ PlannedLaunch plan_map(const KernelArgs& a) {
   return p;
 }
 
+// The pad-row pass over the call's activations, into the flags bind_tensors placed in the
+// workspace (only the kernels after it read them, as const).
+void launch_pad_pass(const PlannedLaunch& p, const KernelArgs& a, void* stream) {
+  PadRowsArgs by_value{a.act, const_cast<std::uint8_t*>(a.fn.pad_rows), a.rows, a.k_dim};
+  launch_kernel_args(p.func, p.grid, p.threads, p.smem, stream, by_value);
+}
+
 }  // namespace
+
+PlannedLaunch plan_pad_rows(const KernelArgs& a) {
+  PlannedLaunch p;
+  p.func = reinterpret_cast<const void*>(&gmm_pad_rows_kernel<kPadRowsWarps>);
+  p.launch = &launch_pad_pass;
+  p.grid = static_cast<unsigned>(pad_rows_blocks(a.rows, 8ll * std::max(a.sm_count, 1)));
+  p.threads = kPadRowsWarps * 32;
+  return p;
+}
 
 PlannedLaunch plan_schedule(const KernelArgs& a, int bm) {
   switch (bm) {
@@ -49,10 +66,14 @@ PlannedLaunch plan_schedule(const KernelArgs& a, int bm) {
   }
 }
 
-PlannedLaunch plan_finalize(const KernelArgs& a, bool down, DType t) {
+PlannedLaunch plan_finalize(const KernelArgs& a, bool down, DType t, bool expert_fn) {
   const bool bf16 = t == DType::bf16;
-  if (!down) return bf16 ? plan<true, true>(a) : plan<true, false>(a);
-  return bf16 ? plan<false, true>(a) : plan<false, false>(a);
+  if (expert_fn) {
+    if (!down) return bf16 ? plan<true, true, true>(a) : plan<true, false, true>(a);
+    return bf16 ? plan<false, true, true>(a) : plan<false, false, true>(a);
+  }
+  if (!down) return bf16 ? plan<true, true, false>(a) : plan<true, false, false>(a);
+  return bf16 ? plan<false, true, false>(a) : plan<false, false, false>(a);
 }
 
 }  // namespace moe::gmm::cuda

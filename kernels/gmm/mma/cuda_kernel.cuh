@@ -34,6 +34,7 @@ GMM_DEVICE int rem_fast(int n, int q, int neg_d) { return n + q * neg_d; }
 }  // namespace moe::gmm::GMM_KERNEL_NAMESPACE
 
 #include "gmm/mma/cuda_tile_map.cuh"
+#include "gmm/expert_fn.cuh"
 
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 
@@ -403,8 +404,10 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
 }
 
 // Split-K's second pass: the partial sums of every split, added in split order (the result
-// does not depend on which CTA finished first), then the epilogue the main kernel skipped.
-template <bool UP, bool BF16>
+// does not depend on which CTA finished first), then the epilogue the main kernel skipped. FN:
+// the expert function of p.fn (biases added once, to the sum; padding rows left zero), for the
+// kernels instantiated with it.
+template <bool UP, bool BF16, bool FN = false>
 GMM_KERNEL(256) gmm_finalize_kernel(const KernelArgs p) {
   // The partial sums are the main kernel's output, the offsets dispatch's.
   MOE_GRID_DEPENDENCY_WAIT();
@@ -427,7 +430,19 @@ GMM_KERNEL(256) gmm_finalize_kernel(const KernelArgs p) {
         u1 += b;
       }
     }
-    if constexpr (UP) {
+    if constexpr (FN) {
+      // Only a bias needs the row's expert.
+      const int e = p.fn.bias != nullptr ? fn_row_expert(p.offsets, p.experts, p.rows, r) : 0;
+      if constexpr (UP) {
+        g0 = fn_up<BF16>(p.fn, e, c, g0, u0);
+        g1 = fn_up<BF16>(p.fn, e, c + 1, g1, u1);
+      } else {
+        const float w = p.row_weight != nullptr ? p.row_weight[r] : 1.0f;
+        g0 = fn_down<BF16>(p.fn, e, c, g0, w);
+        g1 = fn_down<BF16>(p.fn, e, c + 1, g1, w);
+      }
+      if (fn_pad_row(p.fn, r)) g0 = g1 = 0.0f;
+    } else if constexpr (UP) {
       g0 = silu(g0) * u0;
       g1 = silu(g1) * u1;
     } else if (p.row_weight != nullptr) {

@@ -33,6 +33,8 @@ std::size_t partial_bytes(const GmmSpec& s, const cuda::Config& c, std::int64_t 
   return static_cast<std::size_t>(c.split) * static_cast<std::size_t>(rows) * static_cast<std::size_t>(s.n_w()) * sizeof(float);
 }
 
+std::size_t pad_bytes(const GmmSpec& s, std::int64_t rows) { return s.biased() ? pad_rows_bytes(rows) : 0; }
+
 const char* dtype_str(const GmmSpec& s) { return s.wq == WeightFormat::mxfp4 ? "mxfp4" : "int4"; }
 
 }  // namespace
@@ -50,10 +52,7 @@ std::string invalid_reason(const GmmSpec& s, const cuda::Config& c, const Device
     return who + ": no kernel with " + tile_str(c.shape) + " warps_m=" + std::to_string(c.shape.warps_m) +
            " (warps_m=1); built: " + built;
   }
-  // The expert function beyond silu(gate)*up on split rows is not in this kernel's epilogue.
-  if (!s.plain_expert_fn())
-    return who + " computes silu(gate)*up on split w13 without expert biases, not " + s.expert_fn_str() +
-           ": use --backend cpu for this problem";
+  if (std::string why = expert_fn_device_reason(s); !why.empty()) return who + ": " + why;
   if (c.group_m != 1) return who + " walks an M-tile's N-tiles in a row: group_m must be 1";
   if (s.k_dim() % c.shape.bk != 0)
     return who + ": block_k=" + std::to_string(c.shape.bk) + " needs K (" + std::to_string(s.k_dim()) +
@@ -83,7 +82,8 @@ std::string invalid_reason(const GmmSpec& s, const cuda::Config& c, const Device
 }
 
 std::size_t workspace_bytes(const GmmSpec& s, const cuda::Config& c) {
-  return cuda::map_bytes(s.max_rows(), c.shape.bm, s.e_local()) + partial_bytes(s, c, s.max_rows());
+  return cuda::map_bytes(s.max_rows(), c.shape.bm, s.e_local()) + pad_bytes(s, s.max_rows()) +
+         partial_bytes(s, c, s.max_rows());
 }
 
 std::vector<cuda::Config> space(const GmmSpec& s, const DeviceInfo& dev, bool full) {
@@ -121,6 +121,7 @@ Args plan_args(const GmmSpec& s, const cuda::Config& c, std::int64_t rows) {
   a.expert_bytes = static_cast<std::uint32_t>(s.n_w() * (s.k_dim() / 2));
   a.groups = static_cast<int>(s.w_groups());
   a.group_mask = static_cast<int>(s.group / 32 - 1);
+  a.b.fn = expert_fn_args(s);
   return a;
 }
 
@@ -133,20 +134,24 @@ void bind_tensors(Args& a, const GmmSpec& s, const cuda::Config& c, const RefMap
   a.b.offsets = need(in, "offsets").as<const std::int32_t>();
   a.b.row_weight = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;
   a.b.out = need(out, s.out_name()).as<std::uint16_t>();
-  // The tile map, then split-K's partials (a multiple of 16 bytes after it).
-  const std::size_t map = cuda::map_bytes(a.b.rows, c.shape.bm, a.b.experts), part = partial_bytes(s, c, a.b.rows);
-  if (!workspace || ws_bytes < map + part)
-    throw Error("gmm cuda: the 4-bit config needs " + std::to_string(map + part) + " bytes of workspace for " +
-                std::to_string(a.b.rows) + " rows (the tile map" + (part ? std::string(" and fp32 partials") : "") +
-                "), got " + std::to_string(ws_bytes));
+  a.b.fn.bias = s.biased() ? need(in, s.bias_name()).as<const std::uint16_t>() : nullptr;
+  // The tile map, the pad-row flags, then split-K's partials (each a multiple of 16 bytes).
+  const std::size_t map = cuda::map_bytes(a.b.rows, c.shape.bm, a.b.experts), pads = pad_bytes(s, a.b.rows),
+                    part = partial_bytes(s, c, a.b.rows);
+  if (!workspace || ws_bytes < map + pads + part)
+    throw Error("gmm cuda: the 4-bit config needs " + std::to_string(map + pads + part) + " bytes of workspace for " +
+                std::to_string(a.b.rows) + " rows (the tile map" + (pads ? std::string(", the padding rows' flags") : "") +
+                (part ? std::string(", fp32 partials") : "") + "), got " + std::to_string(ws_bytes));
   a.b.tile_map = static_cast<std::int32_t*>(workspace);
-  if (part) a.b.partial = reinterpret_cast<float*>(static_cast<std::byte*>(workspace) + map);
+  if (pads) a.b.fn.pad_rows = reinterpret_cast<std::uint8_t*>(static_cast<std::byte*>(workspace) + map);
+  if (part) a.b.partial = reinterpret_cast<float*>(static_cast<std::byte*>(workspace) + map + pads);
   require_aligned(a.b.act, 16, "cuda", s.act_name(), "cp.async copies 16 bytes");
   require_aligned(a.weight, 16, "cuda", s.weight_name(), "cp.async copies 16 bytes");
   require_aligned(a.scale, 2, "cuda", s.weight_scale_name(), "int4 scales are read as bf16");
   if (a.zeros) require_aligned(a.zeros, 4, "cuda", s.weight_zero_name(), "read as int32");
   require_aligned(a.b.offsets, 4, "cuda", "offsets", "read as int32");
   if (a.b.row_weight) require_aligned(a.b.row_weight, 4, "cuda", "row_weight", "read as fp32");
+  if (a.b.fn.bias) require_aligned(a.b.fn.bias, 2, "cuda", s.bias_name(), "read as bf16");
   require_aligned(a.b.out, 4, "cuda", s.out_name(), "two bf16 are stored as one 32-bit word");
   require_aligned(a.b.tile_map, 16, "cuda", "the workspace", "the tile map is read 16 bytes at a time");
   if (a.b.partial) require_aligned(a.b.partial, 8, "cuda", "the split-K workspace", "partials are float2");
@@ -160,8 +165,11 @@ std::shared_ptr<const Plan> plan(const GmmSpec& s, const cuda::Config& c, std::i
   if (rows == 0) return p;
   p->args.b.sm_count = cached_sm_count(launch_device());
   p->launches.push_back(cuda::plan_schedule(p->args.b, c.shape.bm));
-  p->launches.push_back(plan_main(c.shape, s.down, s.wq == WeightFormat::mxfp4, p->args));
-  if (c.split > 1) p->launches.push_back(cuda::plan_finalize(p->args.b, s.down, DType::bf16));
+  // Which rows are padding, before the kernel whose bias would make them non-zero.
+  if (s.biased()) p->launches.push_back(cuda::plan_pad_rows(p->args.b));
+  const bool mx = s.wq == WeightFormat::mxfp4, fn = !s.plain_expert_fn();
+  p->launches.push_back(fn ? plan_main_of<true>(c.shape, s.down, mx, p->args) : plan_main_of<false>(c.shape, s.down, mx, p->args));
+  if (c.split > 1) p->launches.push_back(cuda::plan_finalize(p->args.b, s.down, DType::bf16, fn));
   for (auto& l : p->launches) p->kernels += l.grid > 0;
   return p;
 }

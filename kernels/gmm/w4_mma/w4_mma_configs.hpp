@@ -39,7 +39,7 @@ struct Args {
 std::vector<cuda::TileShape> tiles();
 
 std::string invalid_reason(const GmmSpec& s, const cuda::Config& c, const DeviceInfo& dev);
-// The tile map, then split-K's fp32 partials.
+// The tile map, the pad-row flags (a biased stage), then split-K's fp32 partials.
 std::size_t workspace_bytes(const GmmSpec& s, const cuda::Config& c);
 // The curated (full=false) or whole space of valid configs, and the default.
 std::vector<cuda::Config> space(const GmmSpec& s, const DeviceInfo& dev, bool full);
@@ -49,7 +49,8 @@ Args plan_args(const GmmSpec& s, const cuda::Config& c, std::int64_t rows);
 void bind_tensors(Args& a, const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out,
                   void* workspace, std::size_t workspace_bytes);
 
-// The kernels one call launches: the schedule kernel, the main kernel, split-K's finalize.
+// The kernels one call launches: the schedule kernel, the pad-row pass (a biased stage), the
+// main kernel, split-K's finalize.
 struct Plan : LaunchPlan {
   GmmSpec spec;  // the problem and config it was planned for: a planned call parses neither again
   cuda::Config config;
@@ -60,8 +61,10 @@ std::shared_ptr<const Plan> plan(const GmmSpec& s, const cuda::Config& c, std::i
 void run(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out, void* workspace,
          std::size_t workspace_bytes, void* stream, const Plan* planned = nullptr);
 
-// Per instantiation (w4_mma_tiles.cu): plans the main kernel.
-cuda::PlannedLaunch plan_main(const cuda::TileShape& t, bool down, bool mxfp4, const Args& a);
+// Per instantiation: plans the main kernel, plain (w4_mma_tiles.cu) or computing the problem's
+// expert function (FN, w4_mma_tiles_fn.cu).
+template <bool FN>
+cuda::PlannedLaunch plan_main_of(const cuda::TileShape& t, bool down, bool mxfp4, const Args& a);
 // Launches one planned kernel of this kind with `a`.
 void launch(const cuda::PlannedLaunch& p, const Args& a, void* stream);
 

@@ -16,16 +16,23 @@ using W4Kernel = void (*)(w4_mma::Args);
 
 struct W4Tile {
   cuda::TileShape shape;
-  W4Kernel k[2][2];  // [down][mxfp4]
+  W4Kernel k[2][2][2];  // [expert function][down][mxfp4]
 };
+
+template <int BM, int BN, int BK, int WN, int ST, bool FN>
+void set_kernels(W4Kernel (&k)[2][2]) {
+  k[0][0] = &emulated::gmm_w4_mma_kernel<BM, BN, BK, WN, ST, true, false, FN>;
+  k[0][1] = &emulated::gmm_w4_mma_kernel<BM, BN, BK, WN, ST, true, true, FN>;
+  k[1][0] = &emulated::gmm_w4_mma_kernel<BM, BN, BK, WN, ST, false, false, FN>;
+  k[1][1] = &emulated::gmm_w4_mma_kernel<BM, BN, BK, WN, ST, false, true, FN>;
+}
 
 template <int BM, int BN, int BK, int WN, int ST>
 W4Tile w4_tile() {
-  return {cuda::TileShape{BM, BN, BK, 1, WN, ST},
-          {{&emulated::gmm_w4_mma_kernel<BM, BN, BK, WN, ST, true, false>,
-            &emulated::gmm_w4_mma_kernel<BM, BN, BK, WN, ST, true, true>},
-           {&emulated::gmm_w4_mma_kernel<BM, BN, BK, WN, ST, false, false>,
-            &emulated::gmm_w4_mma_kernel<BM, BN, BK, WN, ST, false, true>}}};
+  W4Tile t{cuda::TileShape{BM, BN, BK, 1, WN, ST}, {}};
+  set_kernels<BM, BN, BK, WN, ST, false>(t.k[0]);
+  set_kernels<BM, BN, BK, WN, ST, true>(t.k[1]);
+  return t;
 }
 
 // w4_mma::tiles()'s shapes, in its order (a test keeps them equal).
@@ -55,10 +62,12 @@ void run_w4_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const
   const long long sms = emu_device_info().sm_count;
   const long long bound = (static_cast<long long>(a.b.rows) + c.shape.bm - 1) / c.shape.bm + a.b.experts;
   const long long grid = std::min(bound * a.b.n_tiles * a.b.split, max_ctas > 0 ? max_ctas : sms);
-  const W4Kernel k = tile->k[s.down ? 1 : 0][s.wq == WeightFormat::mxfp4 ? 1 : 0];
+  const bool fn = !s.plain_expert_fn();
+  const W4Kernel k = tile->k[fn ? 1 : 0][s.down ? 1 : 0][s.wq == WeightFormat::mxfp4 ? 1 : 0];
   const auto schedule = c.shape.bm == 16 ? &emulated::gmm_schedule_kernel<16> : &emulated::gmm_schedule_kernel<32>;
   emu_launch("gmm_schedule_kernel", 1, cuda::kScheduleThreads, cuda::schedule_smem_bytes(a.b.experts),
              [&] { schedule(a.b); });
+  if (a.b.fn.pad_rows) run_pad_rows(a.b, sms);
   emu_launch("gmm_w4_mma_kernel", grid, c.shape.threads(), w4_mma::smem_bytes(c.shape), [&] {
     simt::ptx::cp_async_reset();
     k(a);
@@ -67,7 +76,8 @@ void run_w4_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const
   if (!broken.empty()) throw Error(broken);
   if (c.split > 1) {
     const long long pairs = static_cast<long long>(a.b.rows) * (a.b.n_out / 2);
-    const auto fin = s.down ? &emulated::gmm_finalize_kernel<false, true> : &emulated::gmm_finalize_kernel<true, true>;
+    const auto fin = fn ? (s.down ? &emulated::gmm_finalize_kernel<false, true, true> : &emulated::gmm_finalize_kernel<true, true, true>)
+                        : (s.down ? &emulated::gmm_finalize_kernel<false, true> : &emulated::gmm_finalize_kernel<true, true>);
     emu_launch("gmm_finalize_kernel", std::min((pairs + 255) / 256, 8 * sms), 256, 0, [&] { fin(a.b); }, 11);
   }
 }

@@ -12,7 +12,10 @@
 // the first k16 step (as its k = 2t,2t+1 and 2t+8,2t+9) and 8t+4..8t+7 to the second. So the
 // checkpoint's byte order needs no reordering and every B fragment is one shared load.
 // Epilogues: up silu(gate)*up, down the routed weight, both rounded once to bf16; with split-K
-// each split writes fp32 partials that the bf16 kernel's finalize sums in split order.
+// each split writes fp32 partials that the bf16 kernel's finalize sums in split order. FN: the
+// problem's expert function instead (expert_fn.cuh: w13's row order, bias13 and the clamped
+// SwiGLU, bias2 before the routed weight, padding rows left zero), a separate instantiation so
+// that the plain kernels' code is untouched by it.
 #include <cstdint>
 
 #include "gmm/mma/cuda_kernel.cuh"
@@ -21,7 +24,7 @@
 
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 
-template <int BM, int BN, int BK, int WARPS_N, int STAGES, bool UP, bool MX>
+template <int BM, int BN, int BK, int WARPS_N, int STAGES, bool UP, bool MX, bool FN>
 GMM_KERNEL(WARPS_N * 32) gmm_w4_mma_kernel(const w4_mma::Args p) {
   constexpr int THREADS = WARPS_N * 32;
   constexpr int WN = BN / WARPS_N, MT = BM / 16, NT = WN / 8;
@@ -43,12 +46,17 @@ GMM_KERNEL(WARPS_N * 32) gmm_w4_mma_kernel(const w4_mma::Args p) {
 
   const int K = p.b.k_dim, row_bytes = K / 2;
   // Weight row of shared B row r of N-tile nt (up: a warp's rows are its gate half, then the
-  // matching up half). Up's tiles cover I exactly (invalid_reason); down's may overhang D: rows
-  // past it read the last row and are never stored.
+  // matching up half, where w13's layout puts each h column's two rows). Up's tiles cover I
+  // exactly (invalid_reason); down's may overhang D: rows past it read the last row and are
+  // never stored.
   auto weight_row = [&](int nt, int r) {
     if constexpr (UP) {
       constexpr int HALF = WN / 2;
       const int rr = r % WN, hcol = nt * (BN / 2) + (r / WN) * HALF + rr % HALF;
+      if constexpr (FN) {
+        const int gate = fn_gate_row(p.b.fn, hcol);
+        return rr < HALF ? gate : gate + p.b.fn.up_rows;
+      }
       return rr < HALF ? hcol : p.b.n_out + hcol;
     } else {
       return min(nt * BN + r, p.b.n_out - 1);
@@ -200,6 +208,7 @@ GMM_KERNEL(WARPS_N * 32) gmm_w4_mma_kernel(const w4_mma::Args p) {
         const int r = u.row0 + i * 16 + g + hh * 8;
         if (r >= u.row_end) continue;
         const float rw = (!UP && p.b.row_weight != nullptr) ? load_plain(p.b.row_weight + r) : 1.0f;
+        const bool pad = FN && p.b.split == 1 && fn_pad_row(p.b.fn, r);
 #pragma unroll
         for (int j = 0; j < NOUT; ++j) {
           const int col = col_base + j * 8 + t * 2;
@@ -210,7 +219,17 @@ GMM_KERNEL(WARPS_N * 32) gmm_w4_mma_kernel(const w4_mma::Args p) {
             store_f32x2(dst + col, v0, v1);
             if constexpr (UP) store_f32x2(dst + p.b.n_out + col, acc[i][j + NT / 2][hh * 2], acc[i][j + NT / 2][hh * 2 + 1]);
           } else {
-            if constexpr (UP) {
+            if constexpr (FN) {
+              if (pad) {
+                v0 = v1 = 0.0f;
+              } else if constexpr (UP) {
+                v0 = fn_up<true>(p.b.fn, u.e, col, v0, acc[i][j + NT / 2][hh * 2]);
+                v1 = fn_up<true>(p.b.fn, u.e, col + 1, v1, acc[i][j + NT / 2][hh * 2 + 1]);
+              } else {
+                v0 = fn_down<true>(p.b.fn, u.e, col, v0, rw);
+                v1 = fn_down<true>(p.b.fn, u.e, col + 1, v1, rw);
+              }
+            } else if constexpr (UP) {
               v0 = silu(v0) * acc[i][j + NT / 2][hh * 2];
               v1 = silu(v1) * acc[i][j + NT / 2][hh * 2 + 1];
             } else {

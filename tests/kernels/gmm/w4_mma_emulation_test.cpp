@@ -189,6 +189,36 @@ TEST(GmmW4MmaEmulation, RaggedSegmentsAndPlantedValues) {
     }
 }
 
+// gpt-oss's expert function in the kernel's FN instantiation: w13's gate and up rows interleaved
+// one by one (gpt-oss) or in blocks of 4, or split with biases; the clamped SwiGLU with a limit
+// the random sums cross both ways; bias13 and bias2 (with the routed weight); every config of
+// the space, split-K's finalize included, padding rows (align 16) left exactly zero.
+TEST(GmmW4MmaEmulation, GptOssExpertFunctionEveryConfig) {
+  struct Layout {
+    const char* name;
+    std::int64_t block;
+  };
+  const Layout layouts[] = {{"interleaved", 1}, {"interleaved", 4}, {"split", 1}};
+  for (const Format& f : {kFormats[0], kFormats[2]})
+    for (const Layout& l : layouts)
+      for (const char* stage : {"up", "down"})
+        for (std::int64_t T : {1, 12}) {
+          if (T == 1 && l.block != 1) continue;  // one token: gpt-oss's own layout alone
+          Params pr = w4(f.dtype, f.group, f.zp, T, 8, 256, 128, 16, stage);
+          pr.set("activation", std::string("swiglu_oai")).set("limit", 0.75).set("alpha", 1.5);
+          pr.set("w13_layout", std::string(l.name)).set("w13_block", l.block);
+          pr.set("bias13", std::int64_t{1}).set("bias2", std::int64_t{1});
+          const auto p = prep(pr, {}, 31 + T);
+          const GmmSpec s = GmmSpec::parse(p.problem);
+          ASSERT_FALSE(s.plain_expert_fn());
+          const auto space = gmm::w4_mma::space(s, emu_device_info(), true);
+          ASSERT_GE(space.size(), 8u) << f.dtype << " " << stage;
+          std::string fails;
+          for (const Config& c : space) fails += check(p, c, T == 1 ? 1 << 20 : 3);
+          EXPECT_TRUE(fails.empty()) << l.name << " " << l.block << ":\n" << fails;
+        }
+}
+
 TEST(GmmW4MmaEmulation, RefusalsSayWhy) {
   const auto dev = emu_device_info();
   const GmmSpec up = GmmSpec::parse(complete(gmm_family().problem_params, w4("mxfp4", 32, false, 4, 8, 256, 96, 1, "up"), "gmm"));
@@ -201,11 +231,13 @@ TEST(GmmW4MmaEmulation, RefusalsSayWhy) {
   EXPECT_NE(why.find("group_m must be 1"), std::string::npos) << why;
   why = gmm::w4_mma::invalid_reason(up, Config{{64, 128, 64, 2, 2, 3}, 1, 1}, dev);
   EXPECT_NE(why.find("no kernel with"), std::string::npos) << why;
-  Params oai = w4("mxfp4", 32, false, 4, 8, 256, 128, 1, "up");
-  oai.set("activation", std::string("swiglu_oai"));
-  const GmmSpec o = GmmSpec::parse(complete(gmm_family().problem_params, oai, "gmm"));
+  // The kernel maps interleaved rows with a mask: a block that is not a power of two is refused.
+  Params il = w4("mxfp4", 32, false, 4, 8, 256, 96, 1, "up");
+  il.set("w13_layout", std::string("interleaved")).set("w13_block", std::int64_t{3});
+  const GmmSpec o = GmmSpec::parse(complete(gmm_family().problem_params, il, "gmm"));
   why = gmm::w4_mma::invalid_reason(o, gmm::w4_mma::default_config(o, dev), dev);
-  EXPECT_NE(why.find("activation=swiglu_oai"), std::string::npos) << why;
+  EXPECT_NE(why.find("w13_block=3"), std::string::npos) << why;
+  EXPECT_NE(why.find("power of two"), std::string::npos) << why;
   // Through the backend: kernel=wgmma reads dense weights.
   const BackendImpl& cuda = gmm_family().need_backend(Backend::cuda);
   const Params prob = complete(gmm_family().problem_params, w4("int4", 32, true, 4, 8, 256, 128, 1, "down"), "gmm");
