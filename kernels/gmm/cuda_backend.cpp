@@ -28,6 +28,7 @@ const std::vector<TileEntry>& tiles() {
     add_tiles_m32(v);
     add_tiles_m64(v);
     add_tiles_m128(v);
+    add_fn_kernels(v);
     return v;
   }();
   return all;
@@ -49,11 +50,26 @@ const TileEntry* find(const TileShape& t) {
   return nullptr;
 }
 
-std::string shapes_for(bool down, DType dt) {
+// The kernel of `e` for the problem: the expert-function instantiation unless it is plain.
+PlanFn kernel_of(const TileEntry& e, const GmmSpec& s) {
+  return s.plain_expert_fn() ? e.get(s.down, s.dtype) : e.get_fn(s.down, s.dtype);
+}
+
+std::string shapes_for(const GmmSpec& s) {
   std::string r;
   for (auto& e : tiles())
-    if (e.get(down, dt)) r += (r.empty() ? "" : "; ") + tile_str(e.shape);
+    if (kernel_of(e, s)) r += (r.empty() ? "" : "; ") + tile_str(e.shape);
   return r;
+}
+
+// The workspace: the tile map, the pad-row flags (a biased stage), then split-K's partials.
+std::size_t ws_bytes_for(const GmmSpec& s, const Config& c, std::int64_t rows, std::int64_t experts) {
+  std::size_t n = map_bytes(rows, c.shape.bm, experts);
+  if (s.biased()) n += pad_rows_bytes(rows);
+  if (c.split > 1)
+    n += static_cast<std::size_t>(c.split) * static_cast<std::size_t>(rows) * static_cast<std::size_t>(s.n_w()) *
+         sizeof(float);
+  return n;
 }
 
 int n_tiles(const GmmSpec& s, const TileShape& t) {
@@ -101,23 +117,19 @@ std::string map_status_error(const std::int32_t* tile_map, int map_tiles) {
          " fit: the tile map was clamped and the output is not meaningful; pass dispatch's offsets";
 }
 
-std::size_t workspace_bytes(const GmmSpec& s, const Config& c) {
-  const std::size_t map = map_bytes(s.max_rows(), c.shape.bm, s.e_local());
-  if (c.split <= 1) return map;
-  return map + static_cast<std::size_t>(c.split) * static_cast<std::size_t>(s.max_rows()) *
-                   static_cast<std::size_t>(s.n_w()) * sizeof(float);
-}
+std::size_t workspace_bytes(const GmmSpec& s, const Config& c) { return ws_bytes_for(s, c, s.max_rows(), s.e_local()); }
 
 std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev) {
   if (s.fp8) return fp8_mma::invalid_reason(s, c, dev);
   if (s.hidden % 8 != 0 || s.intermediate % 8 != 0)
     return "the cuda kernels load 16-byte rows: hidden (" + std::to_string(s.hidden) + ") and intermediate (" +
            std::to_string(s.intermediate) + ") must be multiples of 8; use --backend cpu for this shape";
+  if (std::string why = expert_fn_device_reason(s); !why.empty()) return why;
   const TileEntry* e = find(c.shape);
-  const std::string stage = s.down ? "down" : "up";
-  if (!e || !e->get(s.down, s.dtype))
-    return "no " + std::string(dtype_name(s.dtype)) + " kernel is built with tile " + tile_str(c.shape) +
-           "; built: " + shapes_for(s.down, s.dtype);
+  if (!e || !kernel_of(*e, s))
+    return "no " + std::string(dtype_name(s.dtype)) + " kernel" +
+           (s.plain_expert_fn() ? std::string() : " computing " + s.expert_fn_str()) + " is built with tile " +
+           tile_str(c.shape) + "; built: " + shapes_for(s);
   if (std::find(std::begin(kSplits), std::end(kSplits), c.split) == std::end(kSplits))
     return "split_k must be one of 1,2,3,4,6,8";
   if (std::find(std::begin(kGroupM), std::end(kGroupM), c.group_m) == std::end(kGroupM))
@@ -169,6 +181,7 @@ KernelArgs plan_args(const GmmSpec& s, const Config& c, std::int64_t rows) {
   a.n_tiles_div = fast_div_by(a.n_tiles);
   a.group_m_div = fast_div_by(a.group_m);
   a.group_tiles_div = fast_div_by(a.group_m * a.n_tiles);
+  a.fn = expert_fn_args(s);  // before set_k_slices, which reads its up_rows
   set_k_slices(a, c.shape.bk);
   return a;
 }
@@ -180,22 +193,24 @@ void bind_tensors(KernelArgs& a, const GmmSpec& s, const Config& c, const RefMap
   a.offsets = need(in, "offsets").as<const std::int32_t>();
   a.row_weight = s.routed_weight ? need(in, "row_weight").as<const float>() : nullptr;
   a.out = need(out, s.out_name()).as<std::uint16_t>();
-  // The tile map, then split-K's partials.
-  const std::size_t map = map_bytes(a.rows, c.shape.bm, a.experts);
-  const std::size_t need_ws = map + (c.split > 1 ? static_cast<std::size_t>(c.split) * static_cast<std::size_t>(a.rows) *
-                                                       static_cast<std::size_t>(s.n_w()) * sizeof(float)
-                                                 : 0);
+  a.fn.bias = s.biased() ? need(in, s.bias_name()).as<const std::uint16_t>() : nullptr;
+  // The tile map, the pad-row flags (a biased stage), then split-K's partials.
+  const std::size_t map = map_bytes(a.rows, c.shape.bm, a.experts), pads = s.biased() ? pad_rows_bytes(a.rows) : 0;
+  const std::size_t need_ws = ws_bytes_for(s, c, a.rows, a.experts);
   if (!workspace || ws_bytes < need_ws)
-    throw Error("gmm cuda: the tile map" + std::string(c.split > 1 ? " and split_k=" + std::to_string(c.split) + "'s partials" : "") +
-                " need " + std::to_string(need_ws) + " bytes of workspace for " + std::to_string(a.rows) + " rows, got " +
+    throw Error("gmm cuda: the tile map" + std::string(pads ? ", the padding rows' flags" : "") +
+                std::string(c.split > 1 ? " and split_k=" + std::to_string(c.split) + "'s partials" : "") + " need " +
+                std::to_string(need_ws) + " bytes of workspace for " + std::to_string(a.rows) + " rows, got " +
                 std::to_string(ws_bytes));
   a.tile_map = static_cast<std::int32_t*>(workspace);
-  if (c.split > 1) a.partial = reinterpret_cast<float*>(static_cast<std::byte*>(workspace) + map);
+  if (pads) a.fn.pad_rows = reinterpret_cast<std::uint8_t*>(static_cast<std::byte*>(workspace) + map);
+  if (c.split > 1) a.partial = reinterpret_cast<float*>(static_cast<std::byte*>(workspace) + map + pads);
   // What the kernels' accesses assume, checked before anything is launched.
   require_aligned(a.act, 16, "cuda", s.act_name(), "cp.async copies 16 bytes");
   require_aligned(a.weight, 16, "cuda", s.weight_name(), "cp.async copies 16 bytes");
   require_aligned(a.offsets, 4, "cuda", "offsets", "read as int32");
   if (a.row_weight) require_aligned(a.row_weight, 4, "cuda", "row_weight", "read as fp32");
+  if (a.fn.bias) require_aligned(a.fn.bias, 2, "cuda", s.bias_name(), "read as 16-bit values");
   require_aligned(a.out, 4, "cuda", s.out_name(), "two 16-bit values are stored as one 32-bit word");
   require_aligned(a.tile_map, 16, "cuda", "the workspace", "the tile map is read 16 bytes at a time");
   if (a.partial) require_aligned(a.partial, 8, "cuda", "the split-K workspace", "partials are float2");
@@ -211,8 +226,10 @@ std::shared_ptr<const Plan> plan(const GmmSpec& s, const Config& c, std::int64_t
   if (rows == 0) return p;  // nothing to launch
   a.sm_count = cached_sm_count(launch_device());
   p->launches.push_back(plan_schedule(a, c.shape.bm));
-  p->launches.push_back(find(c.shape)->get(s.down, s.dtype)(a));
-  if (c.split > 1) p->launches.push_back(plan_finalize(a, s.down, s.dtype));
+  // Which rows are padding, before the kernel whose bias would make them non-zero.
+  if (s.biased()) p->launches.push_back(plan_pad_rows(a));
+  p->launches.push_back(kernel_of(*find(c.shape), s)(a));
+  if (c.split > 1) p->launches.push_back(plan_finalize(a, s.down, s.dtype, !s.plain_expert_fn()));
   for (const PlannedLaunch& l : p->launches) p->kernels += l.grid > 0;
   return p;
 }
@@ -236,10 +253,10 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
 
 namespace {
 
-// A run or plan of a problem whose expert function the kernels do not compute refuses, rather
-// than compute silu(gate)*up on split rows without biases.
-void require_plain_expert_fn(const GmmSpec& s) {
-  if (std::string why = expert_fn_invalid_reason(s); !why.empty()) throw Error("gmm: " + why);
+// A run or plan of a problem whose expert function the config's kernel does not compute
+// refuses, rather than compute silu(gate)*up on split rows without biases.
+void require_expert_fn(const GmmSpec& s, const Params& config) {
+  if (std::string why = expert_fn_kernel_invalid(s, config); !why.empty()) throw Error("gmm: " + why);
 }
 
 // The cuda backend runs two kernels (`kernel=mma|wgmma`), each reading its own parameters: one
@@ -255,6 +272,12 @@ std::string foreign_params(const std::vector<ParamSpec>& specs, const Params& co
 }
 
 }  // namespace
+
+std::string expert_fn_kernel_invalid(const GmmSpec& s, const Params& config) {
+  if (s.plain_expert_fn() || (cublas::kind_of(config) == cublas::Kind::none && !wgmma::selected(config))) return {};
+  return "kernel=" + config.s("kernel") + " computes silu(gate)*up on split w13 without expert biases, not " +
+         s.expert_fn_str() + ": use kernel=mma (which computes it) or --backend cpu for this problem";
+}
 
 // 4-bit weights run on the 4-bit decode kernel (kernel=mma) alone: the library peers and the
 // wgmma path read dense operands.
@@ -294,7 +317,7 @@ BackendImpl cuda_backend() {
       if (why = foreign_params(specs, config); !why.empty()) return why;
       return w4_mma::invalid_reason(s, cuda::parse_config(config), dev);
     }
-    if (why = expert_fn_invalid_reason(s); !why.empty()) return why;
+    if (why = expert_fn_kernel_invalid(s, config); !why.empty()) return why;
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::invalid_reason(s, cublas::parse_config(config), dev);
     why = foreign_params(specs, config);
@@ -311,7 +334,6 @@ BackendImpl cuda_backend() {
       for (auto& c : w4_mma::space(s, dev, full)) add(cuda::config_params(c));
       return v;
     }
-    if (!s.plain_expert_fn()) return v;  // the default alone is tried, and refused saying why
     for (auto& e : cuda::tiles())
       for (int split : cuda::kSplits)
         for (int group_m : cuda::kGroupM) {
@@ -331,6 +353,8 @@ BackendImpl cuda_backend() {
         }
     if (s.fp8)
       for (auto& c : fp8_mma::space(s, dev, full)) add(cuda::config_params(c));
+    // The Hopper grouped GEMM and the libraries compute the plain expert function alone.
+    if (!s.plain_expert_fn()) return v;
     // The Hopper grouped GEMM: its tiles are 32 (swapped operands), 64 or 128 rows tall, so the
     // curated space offers each where experts have about a tile of rows.
     for (auto& e : wgmma::entries()) {
@@ -402,7 +426,7 @@ BackendImpl cuda_backend() {
       require_w4_kernel(s, config);
       return w4_mma::run(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream);
     }
-    require_plain_expert_fn(s);
+    require_expert_fn(s, config);
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::run(s, cublas::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes, ctx.stream);
     if (wgmma::selected(config))
@@ -417,7 +441,7 @@ BackendImpl cuda_backend() {
       require_w4_kernel(s, config);
       return w4_mma::plan(s, cuda::parse_config(config), need(in, s.act_name()).shape.at(0));
     }
-    require_plain_expert_fn(s);
+    require_expert_fn(s, config);
     if (cublas::kind_of(config) != cublas::Kind::none)
       return cublas::plan(s, cublas::parse_config(config), need(in, s.act_name()).shape.at(0));
     if (wgmma::selected(config))

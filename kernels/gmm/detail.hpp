@@ -87,9 +87,13 @@ void require_w4_kernel(const GmmSpec& s, const Params& config);
 
 BackendImpl cpu_backend();
 BackendImpl cuda_backend();
-// Why the cuda kernels (and so the emu backend and the peers) cannot run this stage's expert
-// function; "" for the split silu*up without biases, the one they compute.
+// Why the engines' kernels moebench drives cannot run this stage's expert function; "" for the
+// split silu*up without biases, the one they compute.
 std::string expert_fn_invalid_reason(const GmmSpec& s);
+// The same for the cuda backend's config: kernel=wgmma and the library peers (kernel=cublas,
+// cublaslt) compute the plain function only; kernel=mma computes every one (expert_fn.cuh; its
+// own invalid_reason says which shapes have it). "" when the config's kernel computes it.
+std::string expert_fn_kernel_invalid(const GmmSpec& s, const Params& config);
 
 // Multiply-adds above which the reference samples rows (fp64 loops on a few cores).
 inline constexpr double kReferenceFullMacs = 1.5e9;

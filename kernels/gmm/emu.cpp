@@ -23,25 +23,34 @@ using Kernel = void (*)(cuda::KernelArgs);  // kernels take their arguments by v
 struct Tile {
   cuda::TileShape shape;
   Kernel up_bf16, down_bf16, up_f16, down_f16;
+  Kernel fn[2][2] = {};  // the expert-function kernels [down][bf16], for cuda_tiles_fn.cu's shapes
   Kernel get(bool down, bool bf16) const { return bf16 ? (down ? down_bf16 : up_bf16) : (down ? down_f16 : up_f16); }
+  Kernel get_fn(bool down, bool bf16) const { return fn[down ? 1 : 0][bf16 ? 1 : 0]; }
 };
 
-template <int BM, int BN, int BK, int WM, int WN, int ST>
+template <int BM, int BN, int BK, int WM, int WN, int ST, bool FN = false>
 Tile tile() {
-  return {cuda::TileShape{BM, BN, BK, WM, WN, ST}, &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, true, true>,
-          &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, false, true>,
-          &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, true, false>,
-          &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, false, false>};
+  Tile t{cuda::TileShape{BM, BN, BK, WM, WN, ST}, &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, true, true>,
+         &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, false, true>,
+         &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, true, false>,
+         &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, false, false>};
+  if constexpr (FN) {
+    t.fn[0][0] = &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, true, false, true>;
+    t.fn[0][1] = &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, true, true, true>;
+    t.fn[1][0] = &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, false, false, true>;
+    t.fn[1][1] = &emulated::gmm_mma_kernel<BM, BN, BK, WM, WN, ST, false, true, true>;
+  }
+  return t;
 }
 
-// The shapes cuda_tiles_*.cu instantiate, in the same order.
+// The shapes cuda_tiles_*.cu instantiate, in the same order (true: cuda_tiles_fn.cu's too).
 const std::vector<Tile>& tiles() {
   static const std::vector<Tile> v = {
-      tile<16, 64, 64, 1, 4, 4>(),   tile<16, 128, 64, 1, 4, 4>(),  tile<16, 128, 64, 1, 4, 3>(),
-      tile<16, 64, 32, 1, 4, 4>(),   tile<16, 32, 32, 1, 2, 4>(),   tile<32, 64, 64, 1, 4, 4>(),   tile<32, 128, 64, 1, 4, 4>(),
-      tile<32, 128, 64, 2, 2, 3>(),  tile<64, 64, 64, 2, 2, 4>(),   tile<64, 128, 64, 2, 2, 3>(),
+      tile<16, 64, 64, 1, 4, 4, true>(), tile<16, 128, 64, 1, 4, 4>(),  tile<16, 128, 64, 1, 4, 3>(),
+      tile<16, 64, 32, 1, 4, 4>(),   tile<16, 32, 32, 1, 2, 4>(),   tile<32, 64, 64, 1, 4, 4>(),   tile<32, 128, 64, 1, 4, 4, true>(),
+      tile<32, 128, 64, 2, 2, 3>(),  tile<64, 64, 64, 2, 2, 4>(),   tile<64, 128, 64, 2, 2, 3, true>(),
       tile<64, 128, 32, 2, 2, 4>(),  tile<64, 128, 64, 2, 4, 3>(),  tile<128, 64, 64, 2, 2, 4>(),
-      tile<128, 128, 32, 2, 2, 4>(), tile<128, 128, 64, 2, 2, 3>(), tile<128, 128, 64, 2, 4, 3>(),
+      tile<128, 128, 32, 2, 2, 4>(), tile<128, 128, 64, 2, 2, 3, true>(), tile<128, 128, 64, 2, 4, 3>(),
       tile<128, 128, 32, 2, 4, 4>(), tile<128, 256, 32, 2, 4, 3>(),
   };
   return v;
@@ -134,8 +143,9 @@ void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const Re
   cuda::KernelArgs a = cuda::plan_args(s, c, need(in, s.act_name()).shape.at(0));
   if (a.rows == 0) return;
   cuda::bind_tensors(a, s, c, in, out, workspace, workspace_bytes);
-  const bool bf16 = s.dtype == DType::bf16;
-  const Kernel k = find(c.shape).get(s.down, bf16);
+  const bool bf16 = s.dtype == DType::bf16, fn = !s.plain_expert_fn();
+  const Kernel k = fn ? find(c.shape).get_fn(s.down, bf16) : find(c.shape).get(s.down, bf16);
+  if (!k) throw Error("gmm emu: no emulated expert-function kernel of this tile shape");
   // As cuda_launch.cuh sizes the persistent grid, with one resident CTA per SM.
   const long long sms = emu_device_info().sm_count;
   const long long bound = (static_cast<long long>(a.rows) + c.shape.bm - 1) / c.shape.bm + a.experts;
@@ -145,6 +155,7 @@ void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const Re
                           : c.shape.bm == 64 ? &emulated::gmm_schedule_kernel<64>
                                              : &emulated::gmm_schedule_kernel<128>;
   emu_launch("gmm_schedule_kernel", 1, cuda::kScheduleThreads, cuda::schedule_smem_bytes(a.experts), [&] { schedule(a); });
+  if (a.fn.pad_rows) run_pad_rows(a, sms);
   emu_launch("gmm_mma_kernel", grid, c.shape.threads(), cuda::smem_bytes(c.shape, a.experts), [&] {
     simt::ptx::cp_async_reset();
     k(a);
@@ -153,8 +164,11 @@ void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const Re
   const std::string broken = cuda::map_status_error(a.tile_map, a.map_tiles);
   if (!broken.empty()) throw Error(broken);
   if (c.split == 1) return;
-  const Kernel fin = s.down ? (bf16 ? &emulated::gmm_finalize_kernel<false, true> : &emulated::gmm_finalize_kernel<false, false>)
-                            : (bf16 ? &emulated::gmm_finalize_kernel<true, true> : &emulated::gmm_finalize_kernel<true, false>);
+  const Kernel fin =
+      fn ? (s.down ? (bf16 ? &emulated::gmm_finalize_kernel<false, true, true> : &emulated::gmm_finalize_kernel<false, false, true>)
+                   : (bf16 ? &emulated::gmm_finalize_kernel<true, true, true> : &emulated::gmm_finalize_kernel<true, false, true>))
+         : (s.down ? (bf16 ? &emulated::gmm_finalize_kernel<false, true> : &emulated::gmm_finalize_kernel<false, false>)
+                   : (bf16 ? &emulated::gmm_finalize_kernel<true, true> : &emulated::gmm_finalize_kernel<true, false>));
   const long long pairs = static_cast<long long>(a.rows) * (a.n_out / 2);
   emu_launch("gmm_finalize_kernel", std::min((pairs + 255) / 256, 8 * sms), 256, 0, [&] { fin(a); }, 11);
 }
@@ -246,7 +260,7 @@ BackendImpl emu_backend() {
           check_host_offsets(need(in, "offsets").as<const std::int32_t>(), s.e_local() + 1, need(in, s.act_name()).shape.at(0));
           return emu::run_w4_mma(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes);
         }
-        if (std::string why = expert_fn_invalid_reason(s); !why.empty()) throw Error("gmm: " + why);
+        if (std::string why = expert_fn_kernel_invalid(s, config); !why.empty()) throw Error("gmm: " + why);
         check_host_offsets(need(in, "offsets").as<const std::int32_t>(), s.e_local() + 1, need(in, s.act_name()).shape.at(0));
         if (wgmma::selected(config)) return emu::run_wgmma(s, in, out, 0, wgmma::parse_config(config).shape.swapped());
         if (s.fp8) return emu::run_fp8_mma(s, cuda::parse_config(config), in, out, ctx.workspace, ctx.workspace_bytes);

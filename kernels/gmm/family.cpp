@@ -104,8 +104,8 @@ void check_fp8_weights(const GmmSpec& s, const TensorMap& in) {
 
 std::string expert_fn_invalid_reason(const GmmSpec& s) {
   if (s.plain_expert_fn()) return {};
-  return "moebench's cuda kernels and the engines' and libraries' kernels it drives compute silu(gate)*up on split "
-         "w13 without expert biases, not " + s.expert_fn_str() + ": use --backend cpu for this problem";
+  return "the engines' kernels moebench drives compute silu(gate)*up on split w13 without expert biases, not " +
+         s.expert_fn_str() + ": use moebench's own kernels (--backend cuda, kernel=mma) or --backend cpu for this problem";
 }
 
 // Cross-tensor consistency that check_tensors (shapes one by one) cannot see.

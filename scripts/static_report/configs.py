@@ -12,6 +12,11 @@ def bool_arg(s):
     return s in ("true", "1")
 
 
+def epilogue_of(t, i):
+    """A gmm kernel's FN template argument (the problem's expert function), absent: plain."""
+    return "expert_fn" if len(t) > i and bool_arg(t[i]) else "plain"
+
+
 ELEM_BYTES = {"float": 4, "__half": 2, "__nv_bfloat16": 2}
 
 
@@ -25,7 +30,8 @@ def identify(name, static, obj=None):
         dyn = next((g["dynamic_smem_bytes"] for g in static.get("gmm_tiles", [])
                     if all(g[k] == v for k, v in cfg.items())), None)
         return {"family": "gmm", "kind": "mma", "config": cfg,
-                "variant": {"stage": "up" if bool_arg(t[6]) else "down", "dtype": "bf16" if bool_arg(t[7]) else "f16"},
+                "variant": {"stage": "up" if bool_arg(t[6]) else "down", "dtype": "bf16" if bool_arg(t[7]) else "f16",
+                            "epilogue": epilogue_of(t, 8)},
                 "threads": wm * wn * 32, "dynamic_smem_bytes": dyn}
     if (t := template_args(name, "gmm_fp8_mma_kernel")):
         # fp8's decode kernel: K slices of one 128-wide scale block, one warp row.
@@ -40,7 +46,7 @@ def identify(name, static, obj=None):
         cfg = {"block_m": bm, "block_n": bn, "block_k": bk, "warps_m": 1, "warps_n": wn, "stages": st}
         return {"family": "gmm", "kind": "mma-w4", "config": cfg,
                 "variant": {"stage": "up" if bool_arg(t[5]) else "down", "dtype": "mxfp4" if bool_arg(t[6]) else "int4",
-                            "epilogue": "expert_fn" if len(t) > 7 and bool_arg(t[7]) else "plain"},
+                            "epilogue": epilogue_of(t, 7)},
                 "threads": wn * 32, "dynamic_smem_unknown": True}
     if (t := template_args(name, "silu_quant_kernel")):
         # fp8 up's second pass, after the tiles that hold less than a 128-wide group of h.
@@ -52,7 +58,7 @@ def identify(name, static, obj=None):
     if (t := template_args(name, "gmm_finalize_kernel")):
         return {"family": "gmm", "kind": "finalize", "config": {"split_k": ">1"},
                 "variant": {"stage": "up" if bool_arg(t[0]) else "down", "dtype": "bf16" if bool_arg(t[1]) else "f16",
-                            "epilogue": "expert_fn" if len(t) > 2 and bool_arg(t[2]) else "plain"}}
+                            "epilogue": epilogue_of(t, 2)}}
     if (t := template_args(name, "gmm_pad_rows_kernel")):
         # Ahead of a biased stage: a warp per activation row flags the all-zero (padding) ones.
         return {"family": "gmm", "kind": "pad-rows", "config": {"warps": int(t[0])}, "variant": {},

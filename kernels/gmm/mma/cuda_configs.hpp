@@ -74,7 +74,7 @@ struct KernelArgs {
   int k_per = 0, k_extra = 0;
   int tail_split = -1;       // the split with a partial slice (k_last < block_k): the last; else -1
   int tail_only_split = -1;  // the split whose only slice is partial; else -1
-  std::uint32_t up_elems = 0;  // n_out * k_dim: from a gate row to its up row
+  std::uint32_t up_elems = 0;  // fn.up_rows (else n_out) * k_dim: from a gate row to its up row
   int neg_split = -1, neg_n_tiles = -1;  // a remainder n - q*d is then one multiply-add
   // The expert function, for the kernels instantiated with it (expert_fn.cuh); plain
   // instantiations never read it.
@@ -88,7 +88,9 @@ inline void set_k_slices(KernelArgs& a, int bk) {
   a.k_extra = slices % a.split;
   a.tail_split = partial ? a.split - 1 : -1;
   a.tail_only_split = partial && a.k_per == 1 ? a.split - 1 : -1;
-  a.up_elems = static_cast<std::uint32_t>(a.n_out) * static_cast<std::uint32_t>(a.k_dim);
+  // Split layout: I rows (n_out) from gate to up; interleaved: the block (plan_args sets fn first).
+  const int up_rows = a.fn.up_rows > 0 ? a.fn.up_rows : a.n_out;
+  a.up_elems = static_cast<std::uint32_t>(up_rows) * static_cast<std::uint32_t>(a.k_dim);
   a.neg_split = -a.split;
   a.neg_n_tiles = -a.n_tiles;
 }
@@ -111,9 +113,12 @@ using PlanFn = PlannedLaunch (*)(const KernelArgs& shape);
 struct TileEntry {
   TileShape shape;
   PlanFn up_bf16 = nullptr, down_bf16 = nullptr, up_f16 = nullptr, down_f16 = nullptr;  // null: not built
+  // The expert-function instantiations (bf16 and f16), for a few shapes (cuda_tiles_fn.cu).
+  PlanFn up_fn[2] = {}, down_fn[2] = {};  // [bf16]
   PlanFn get(bool down, DType t) const {
     return t == DType::bf16 ? (down ? down_bf16 : up_bf16) : (down ? down_f16 : up_f16);
   }
+  PlanFn get_fn(bool down, DType t) const { return (down ? down_fn : up_fn)[t == DType::bf16 ? 1 : 0]; }
 };
 
 // Every instantiated shape, in a fixed order (cuda_tiles_*.cu add theirs).
@@ -122,6 +127,8 @@ void add_tiles_m16(std::vector<TileEntry>& v);
 void add_tiles_m32(std::vector<TileEntry>& v);
 void add_tiles_m64(std::vector<TileEntry>& v);
 void add_tiles_m128(std::vector<TileEntry>& v);
+// Sets the expert-function kernels of the shapes that have them (after the add_tiles_* above).
+void add_fn_kernels(std::vector<TileEntry>& v);
 
 // Split-K finalize: sums the fp32 partials in split order (deterministic) and applies the
 // epilogue (silu*up or the routed weight), writing out.

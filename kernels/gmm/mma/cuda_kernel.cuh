@@ -45,7 +45,8 @@ GMM_DEVICE float silu(float x) { return x / (1.0f + exp_fast(-x)); }
 // tile's first weight load needs no per-chunk arithmetic. Chunk i sits in shared row
 // chunk_row + i * ROW_STEP (chunk_row < ROW_STEP). Down: weight row = tile's first + shared row.
 // Up: shared row r belongs to warp column r / WN, whose first half are the gate rows of its HALF
-// h columns and whose second half the up rows of the same columns (n_out further on).
+// h columns and whose second half the up rows of the same columns (up_elems further on: n_out
+// rows, or an interleaved w13's block; FN kernels also move each h column's gate row).
 template <bool UP, int WN, int ROW_STEP>
 struct ChunkRows {
   static constexpr int HALF = WN / 2;
@@ -77,7 +78,10 @@ struct ChunkRows {
 
 // ---- the kernel
 
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool UP, bool BF16>
+// FN: the problem's expert function (p.fn, expert_fn.cuh: w13's row order, the biases, gpt-oss's
+// clamped SwiGLU, padding rows left zero) in place of silu(gate)*up on split rows; a separate
+// instantiation, so that the plain kernels' code does not change.
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool UP, bool BF16, bool FN = false>
 GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
   constexpr int THREADS = WARPS_M * WARPS_N * 32;
   constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // a warp's sub-tile
@@ -160,7 +164,8 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
 #pragma unroll
       for (int i = 0; i < B_CHUNKS; ++i) {
         if (i < from || i >= to) continue;
-        const int row = min(tile_row + Rows::offset(i), last_row);
+        int row = min(tile_row + Rows::offset(i), last_row);
+        if constexpr (UP && FN) row = fn_gate_row(p.fn, row);  // the h column's gate row
         b_next[i] = W + (static_cast<std::uint32_t>(row) * static_cast<std::uint32_t>(p.k_dim) + k_off +
                          (Rows::up(i) ? p.up_elems : 0u));
         cp_async16(chunk_dst + (A_STAGE + i * ROW_STEP * LDS) * 2, b_next[i], live);
@@ -183,12 +188,13 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
     chunks(1, B_CHUNKS);
   }
   for (int t = static_cast<int>(block_x());; t += static_cast<int>(grid_x())) {
-    int s, nt, row0, row_end, kt0, n;
+    int s, nt, row0, row_end, kt0, n, e = 0;
     bool tail;
     const std::uint16_t* W;
     const std::uint16_t* b_src[B_CHUNKS];
     if constexpr (DECODE) {
       s = next.s, nt = next.nt, row0 = next.row0, row_end = next.row_end;
+      if constexpr (FN) e = next.e;
       kt0 = first_slice(next);
       n = p.k_per + (s < p.k_extra ? 1 : 0);
       tail = s == p.tail_split;  // the partial last slice is the last split's
@@ -211,7 +217,6 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
         if (mg >= total_m && g * p.group_m < total_m) continue;
       }
       if (mg >= total_m) break;
-      int e;
       load_i32x4(p.tile_map + 4 * mg, e, row0, row_end, total_m);
       if (e < 0) break;  // past the last M-tile (only the first entry can say so)
       kt0 = div_fast(nk * s, p.split_div);
@@ -230,7 +235,12 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
           constexpr int HALF = WN / 2;
           const int rr = r % WN;
           const int hcol = min(nt * (BN / 2) + (r / WN) * HALF + (rr % HALF), p.n_out - 1);
-          wrow = rr < HALF ? hcol : p.n_out + hcol;
+          if constexpr (FN) {
+            const int gate = fn_gate_row(p.fn, hcol);
+            wrow = rr < HALF ? gate : gate + p.fn.up_rows;
+          } else {
+            wrow = rr < HALF ? hcol : p.n_out + hcol;
+          }
         } else {
           wrow = min(nt * BN + r, p.n_out - 1);
         }
@@ -371,6 +381,7 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
         const int r = row0 + warp_m * WM + i * 16 + (lane >> 2) + hh * 8;
         if (r < row_end) {
           const float rw = (!UP && p.row_weight != nullptr) ? load_plain(p.row_weight + r) : 1.0f;
+          const bool pad = FN && p.split == 1 && fn_pad_row(p.fn, r);
 #pragma unroll
           for (int j = 0; j < NOUT; ++j) {
             const int col = col_base + j * 8 + (lane & 3) * 2;
@@ -382,7 +393,17 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
                 if constexpr (UP)
                   store_f32x2(dst + p.n_out + col, acc[i][j + NT / 2][hh * 2], acc[i][j + NT / 2][hh * 2 + 1]);
               } else {
-                if constexpr (UP) {
+                if constexpr (FN) {
+                  if (pad) {
+                    v0 = v1 = 0.0f;
+                  } else if constexpr (UP) {
+                    v0 = fn_up<BF16>(p.fn, e, col, v0, acc[i][j + NT / 2][hh * 2]);
+                    v1 = fn_up<BF16>(p.fn, e, col + 1, v1, acc[i][j + NT / 2][hh * 2 + 1]);
+                  } else {
+                    v0 = fn_down<BF16>(p.fn, e, col, v0, rw);
+                    v1 = fn_down<BF16>(p.fn, e, col + 1, v1, rw);
+                  }
+                } else if constexpr (UP) {
                   v0 = silu(v0) * acc[i][j + NT / 2][hh * 2];
                   v1 = silu(v1) * acc[i][j + NT / 2][hh * 2 + 1];
                 } else {

@@ -14,10 +14,10 @@ namespace moe::gmm::cuda {
 
 // ---- host planner of one instantiation (queries go through moe/cuda_launch_api.hpp, cached)
 
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool UP, bool BF16>
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool UP, bool BF16, bool FN = false>
 PlannedLaunch plan_mma(const KernelArgs& a) {
   constexpr TileShape shape{BM, BN, BK, WARPS_M, WARPS_N, STAGES};
-  const void* kern = reinterpret_cast<const void*>(&gmm_mma_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, UP, BF16>);
+  const void* kern = reinterpret_cast<const void*>(&gmm_mma_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, UP, BF16, FN>);
   const std::size_t smem = smem_bytes(shape, a.experts);
   const KernelFacts f = kernel_facts(kern, shape.threads(), smem);
   if (f.blocks_per_sm < 1)

@@ -22,6 +22,7 @@
 #include "moe/error.hpp"
 #include "moe/family.hpp"
 #include "support/gmm_problems.hpp"
+#include "support/mma_emulation.hpp"
 #include "common/emu_backend.hpp"
 #include "emu/ptx.hpp"
 #include "emu/simt_emulator.hpp"
@@ -34,7 +35,7 @@ namespace {
 using gmm::cuda::TileShape;
 using testing::gmm_problem;
 
-std::vector<TileShape> shapes() { return gmm::emu::emulated_tiles(); }
+std::vector<TileShape> shapes() { return testing::mma_shapes(); }
 
 std::string run_grid(int threads, std::size_t smem, long long grid, std::uint32_t seed,
                      const std::function<void()>& body) {
@@ -49,43 +50,13 @@ std::string run_grid(int threads, std::size_t smem, long long grid, std::uint32_
   return {};
 }
 
-// The emu backend's path (gmm::emu::run_mma) with the grid capped, on poisoned outputs.
-std::string run_emulated(const tuner::Prepared& p, const TileShape& k, int split, long long max_ctas, int group_m,
-                         TensorMap& out) {
-  const GmmSpec s = GmmSpec::parse(p.problem);
-  out = allocate(p.output_specs);
-  for (auto& [n, t] : out) poison_host(t.ref());
-  const gmm::cuda::Config c{k, split, group_m};
-  std::vector<std::byte> ws(gmm::cuda::workspace_bytes(s, c), std::byte{0xFF});  // NaN partials until written
-  TensorMap& in = const_cast<TensorMap&>(p.inputs);
-  try {
-    gmm::emu::run_mma(s, c, refs(in), refs(out), ws.data(), ws.size(), max_ctas);
-  } catch (const EmuFault& e) {
-    return e.what();
-  }
-  return {};
-}
-
 using testing::i32_tensor;
 
 tuner::Prepared prep(const Params& pr, TensorMap given = {}, std::uint64_t seed = 1) {
-  InputOptions o;
-  o.seed = seed;
-  return tuner::prepare(gmm_family(), pr, o, std::move(given));
+  return testing::prep_gmm(pr, std::move(given), seed);
 }
-
-// Empty string when the emulated kernel's output passes the family's validation.
 std::string check(const tuner::Prepared& p, const TileShape& k, int split, long long max_ctas, int group_m = 1) {
-  TensorMap out;
-  const std::string what = p.problem.str() + " tile " + std::to_string(k.bm) + "x" + std::to_string(k.bn) +
-                           "x" + std::to_string(k.bk) + " warps " + std::to_string(k.warps_m) + "x" +
-                           std::to_string(k.warps_n) + " stages " + std::to_string(k.stages) +
-                           " split " + std::to_string(split) + " group_m " + std::to_string(group_m) +
-                           " ctas<=" + std::to_string(max_ctas) + ": ";
-  const std::string err = run_emulated(p, k, split, max_ctas, group_m, out);
-  if (!err.empty()) return what + err + "\n";
-  const Validation v = gmm_family().validate(p.problem, p.inputs, out, p.reference);
-  return v.ok ? std::string() : what + v.summary() + "\n";
+  return testing::check_mma(p, k, split, max_ctas, group_m);
 }
 
 TEST(GmmEmulation, EveryBuiltShapeIsEmulated) {

@@ -1,7 +1,7 @@
 // gmm's expert function as problem parameters (gpt-oss): the clamped SwiGLU pinned by hand at,
 // below and past both clamps; the reference and the cpu backend on random data for every
-// layout, activation and bias; the kernels that compute silu alone refusing the rest, saying
-// why; table keys that keep the plain problems' keys and separate the others.
+// layout, activation and bias; which kernels offer it (the mma kernel) and which refuse it,
+// saying why; table keys that keep the plain problems' keys and separate the others.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -177,9 +177,12 @@ TEST(GmmExpertFn, TheValidatorCatchesAnOutputWithoutTheBiasOrClamp) {
   EXPECT_FALSE(F().validate(p.problem, p.inputs, wrong.outputs, p.reference).ok);
 }
 
-// ---- kernels that compute silu*up alone
+// ---- which kernels compute it
 
-TEST(GmmExpertFn, KernelsThatComputeSiluAloneRefuseTheOthersSayingWhy) {
+TEST(GmmExpertFn, OnlyTheMmaKernelOffersItAndThePeersRefuseSayingWhy) {
+  // The cuda and emu spaces hold the mma kernel alone (its epilogue computes every expert
+  // function: gmm_expert_fn_emulation_test.cpp); the wgmma path, cuBLAS and the engines' Triton
+  // kernel compute silu*up on split w13 alone and refuse, saying why.
   const DeviceInfo h100 = described_h100();
   const Params up = swiglu(gmm_problem(16, 8, 2, 0, 256, 128, 16));
   const Params down = Params(gmm_problem(16, 8, 2, 0, 256, 128, 16, "down")).set("bias2", std::int64_t{1});
@@ -188,28 +191,33 @@ TEST(GmmExpertFn, KernelsThatComputeSiluAloneRefuseTheOthersSayingWhy) {
     if (!impl) continue;
     for (const Params& pr : {up, down}) {
       const Params full = complete(F().problem_params, pr, "gmm");
-      EXPECT_TRUE(impl->space(full, h100, true).empty()) << backend_name(b) << " " << pr.str();
+      const auto space = impl->space(full, h100, true);
+      EXPECT_FALSE(space.empty()) << backend_name(b) << " " << pr.str();
+      for (const Params& c : space) EXPECT_EQ(c.s("kernel"), "mma") << c.str();
       const Params def = complete(impl->config_params, impl->default_config(full, h100), "config");
-      const std::string why = impl->invalid_reason(full, def, h100);
-      EXPECT_NE(why.find("silu(gate)*up"), std::string::npos) << why;
-      EXPECT_NE(why.find(pr.s("stage") == "up" ? "activation=swiglu_oai" : "bias2=1"), std::string::npos) << why;
-      EXPECT_NE(why.find("--backend cpu"), std::string::npos) << why;
+      EXPECT_EQ(impl->invalid_reason(full, def, h100), "") << pr.str();
+      // The emu backend refuses cuBLAS before the problem (it cannot run a library's kernels).
+      for (const char* kernel : {"wgmma", "cublas"}) {
+        if (b == Backend::emu && std::string(kernel) == "cublas") continue;
+        const Params c = complete(impl->config_params, Params{{"kernel", std::string(kernel)}}, "config");
+        const std::string why = impl->invalid_reason(full, c, h100);
+        EXPECT_NE(why.find("kernel=" + std::string(kernel) + " computes silu(gate)*up"), std::string::npos) << why;
+        EXPECT_NE(why.find(pr.s("stage") == "up" ? "activation=swiglu_oai" : "bias2=1"), std::string::npos) << why;
+        EXPECT_NE(why.find("--backend cpu"), std::string::npos) << why;
+      }
     }
-    // The same problem in plain silu on split w13 is as valid as before; a down stage ignores
-    // up's parameters.
+    // The plain problem keeps every kind; a down stage ignores up's parameters.
     const Params plain = complete(F().problem_params, gmm_problem(16, 8, 2, 0, 256, 128, 16), "gmm");
-    EXPECT_FALSE(impl->space(plain, h100, false).empty());
+    bool wgmma = false;
+    for (const Params& c : impl->space(plain, h100, true)) wgmma |= c.s("kernel") == "wgmma";
+    EXPECT_TRUE(wgmma);
     const Params down_of_swiglu =
         complete(F().problem_params, swiglu(gmm_problem(16, 8, 2, 0, 256, 128, 16, "down")), "gmm");
-    EXPECT_FALSE(impl->space(down_of_swiglu, h100, false).empty());
+    wgmma = false;
+    for (const Params& c : impl->space(down_of_swiglu, h100, true)) wgmma |= c.s("kernel") == "wgmma";
+    EXPECT_TRUE(wgmma);
   }
-  // The emulated kernel refuses to run one rather than compute silu.
-  if (const BackendImpl* emu = F().backend(Backend::emu)) {
-    const auto p = prepare(F(), swiglu(gmm_problem(4, 4, 2, 0, 64, 32, 16)), seeded(2));
-    const Params def = complete(emu->config_params, emu->default_config(p.problem, h100), "config");
-    EXPECT_THROW(tuner::run_emu(p, def), Error);
-  }
-  // The engines' Triton kernel, as moebench drives it, is silu*up too.
+  // The engines' Triton kernel, as moebench drives it, is silu*up.
   const Params full = complete(F().problem_params, swiglu(gmm_problem(16, 8, 2, 0, 256, 128, 16)), "gmm");
   const Params triton{{"BLOCK_SIZE_M", std::int64_t{16}}, {"BLOCK_SIZE_N", std::int64_t{64}},
                       {"BLOCK_SIZE_K", std::int64_t{64}}, {"GROUP_SIZE_M", std::int64_t{1}},
@@ -217,7 +225,7 @@ TEST(GmmExpertFn, KernelsThatComputeSiluAloneRefuseTheOthersSayingWhy) {
   EXPECT_NE(peers::triton_invalid_reason(full, triton, h100).find("activation=swiglu_oai"), std::string::npos);
 }
 
-TEST(GmmExpertFn, TheLayerOnTheEmulatedKernelsIsInvalidForGptOssSayingWhichStage) {
+TEST(GmmExpertFn, TheLayerOnTheEmulatedKernelsTakesGptOssExpertFunction) {
   const FamilyDesc& L = family("moe-layer");
   const BackendImpl* emu = L.backend(Backend::emu);
   if (!emu) GTEST_SKIP() << "no emu backend in this build";
@@ -226,13 +234,14 @@ TEST(GmmExpertFn, TheLayerOnTheEmulatedKernelsIsInvalidForGptOssSayingWhichStage
   const Params plain = complete(L.problem_params, oai, "layer");
   const Params cfg = complete(emu->config_params, emu->default_config(plain, described_h100()), "config");
   EXPECT_EQ(emu->invalid_reason(plain, cfg, described_h100()), "");
-  oai.set("bias2", std::int64_t{1});
+  oai.set("bias2", std::int64_t{1}).set("bias13", std::int64_t{1}).set("activation", std::string("swiglu_oai"));
+  oai.set("w13_layout", std::string("interleaved"));
+  EXPECT_EQ(emu->invalid_reason(complete(L.problem_params, oai, "layer"), cfg, described_h100()), "");
+  // A block the kernel cannot map (3 of I = 96) is invalid, naming the stage.
+  oai.set("intermediate", std::int64_t{96}).set("w13_block", std::int64_t{3});
   const std::string why = emu->invalid_reason(complete(L.problem_params, oai, "layer"), cfg, described_h100());
-  EXPECT_NE(why.find("stage gmm_down"), std::string::npos) << why;
-  EXPECT_NE(why.find("bias2=1"), std::string::npos) << why;
-  oai.set("activation", std::string("swiglu_oai"));
-  EXPECT_NE(emu->invalid_reason(complete(L.problem_params, oai, "layer"), cfg, described_h100()).find("stage gmm_up"),
-            std::string::npos);
+  EXPECT_NE(why.find("stage gmm_up"), std::string::npos) << why;
+  EXPECT_NE(why.find("power of two"), std::string::npos) << why;
 }
 
 TEST(GmmExpertFn, ProblemsItCannotBeAreRefusedInOneLine) {
