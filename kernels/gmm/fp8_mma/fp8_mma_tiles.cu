@@ -20,19 +20,7 @@ template <int BM, int BN, int WN, int ST, bool UP>
 cuda::PlannedLaunch plan_one(const Args& a) {
   constexpr cuda::TileShape shape{BM, BN, kBlockK, 1, WN, ST};
   const void* kern = reinterpret_cast<const void*>(&cuda::gmm_fp8_mma_kernel<BM, BN, WN, ST, UP>);
-  const std::size_t smem = fp8_mma::smem_bytes(shape);
-  const KernelFacts f = kernel_facts(kern, shape.threads(), smem);
-  if (f.blocks_per_sm < 1)
-    throw Error("gmm: fp8 tile " + std::to_string(BM) + "x" + std::to_string(BN) +
-                " does not fit on an SM of this device: pick a smaller config");
-  long long grid = ((a.b.rows + BM - 1) / BM + a.b.experts) * static_cast<long long>(a.b.n_tiles) * a.b.split;
-  grid = std::min<long long>(grid, static_cast<long long>(f.blocks_per_sm) * std::max(a.b.sm_count, 1));
-  cuda::PlannedLaunch p;
-  p.func = kern;
-  p.grid = static_cast<unsigned>(std::max<long long>(grid, 0));
-  p.threads = static_cast<unsigned>(shape.threads());
-  p.smem = smem;
-  return p;
+  return cuda::plan_persistent(kern, shape, fp8_mma::smem_bytes(shape), a.b, "fp8 ");
 }
 
 struct Entry {

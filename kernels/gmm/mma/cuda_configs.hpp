@@ -133,6 +133,11 @@ void add_fn_kernels(std::vector<TileEntry>& v);
 // Split-K finalize: sums the fp32 partials in split order (deterministic) and applies the
 // epilogue (silu*up or the routed weight), writing out.
 PlannedLaunch plan_finalize(const KernelArgs& a, bool down, DType t, bool expert_fn = false);
+// A kernel walking the tile map (`kern`, its `shape` and shared memory): its persistent grid for
+// a's shape fields; `what` ("fp8 ", or "") names the kind in the error of a tile that does not
+// fit (persistent_plan.cpp).
+PlannedLaunch plan_persistent(const void* kern, const TileShape& shape, std::size_t smem, const KernelArgs& a,
+                              const char* what);
 // The pass flagging all-zero activation rows (a.fn.pad_rows) ahead of a biased stage's kernel.
 PlannedLaunch plan_pad_rows(const KernelArgs& a);
 // The schedule kernel that writes the tile map for block_m = bm (launched before the gmm kernel;

@@ -18,22 +18,7 @@ template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool UP,
 PlannedLaunch plan_mma(const KernelArgs& a) {
   constexpr TileShape shape{BM, BN, BK, WARPS_M, WARPS_N, STAGES};
   const void* kern = reinterpret_cast<const void*>(&gmm_mma_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, UP, BF16, FN>);
-  const std::size_t smem = smem_bytes(shape, a.experts);
-  const KernelFacts f = kernel_facts(kern, shape.threads(), smem);
-  if (f.blocks_per_sm < 1)
-    throw Error("gmm: tile " + std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK) +
-                " does not fit on an SM of this device (shared memory or registers): pick a smaller config");
-  // A CTA per M-tile bound (every expert may end in a partial tile), capped at what runs at once.
-  const long long m_bound = (a.rows + BM - 1) / BM + a.experts;
-  long long grid = m_bound * a.n_tiles * a.split;
-  grid = std::min<long long>(grid, static_cast<long long>(f.blocks_per_sm) * std::max(a.sm_count, 1));
-  if (a.max_ctas > 0) grid = std::min<long long>(grid, a.max_ctas);
-  PlannedLaunch p;
-  p.func = kern;
-  p.grid = static_cast<unsigned>(std::max<long long>(grid, 0));
-  p.threads = static_cast<unsigned>(shape.threads());
-  p.smem = smem;
-  return p;
+  return plan_persistent(kern, shape, smem_bytes(shape, a.experts), a, "");
 }
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool WITH_F16>

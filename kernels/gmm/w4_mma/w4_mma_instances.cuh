@@ -3,12 +3,7 @@
 // launch plans (shared-memory opt-in, occupancy, persistent grid), for one value of FN: the plain
 // kernels are one unit (w4_mma_tiles.cu), those computing the problem's expert function another
 // (w4_mma_tiles_fn.cu), so each compiles in parallel with the other.
-#include <cuda_runtime.h>
-
-#include <algorithm>
-
 #include "gmm/w4_mma/w4_mma_kernel.cuh"
-#include "moe/cuda_launch_api.hpp"
 #include "moe/error.hpp"
 
 namespace moe::gmm::w4_mma {
@@ -17,19 +12,7 @@ template <int BM, int BN, int BK, int WN, int ST, bool UP, bool MX, bool FN>
 cuda::PlannedLaunch plan_one(const Args& a) {
   constexpr cuda::TileShape shape{BM, BN, BK, 1, WN, ST};
   const void* kern = reinterpret_cast<const void*>(&cuda::gmm_w4_mma_kernel<BM, BN, BK, WN, ST, UP, MX, FN>);
-  const std::size_t smem = w4_mma::smem_bytes(shape);
-  const KernelFacts f = kernel_facts(kern, shape.threads(), smem);
-  if (f.blocks_per_sm < 1)
-    throw Error("gmm: 4-bit tile " + std::to_string(BM) + "x" + std::to_string(BN) +
-                " does not fit on an SM of this device: pick a smaller config");
-  long long grid = ((a.b.rows + BM - 1) / BM + a.b.experts) * static_cast<long long>(a.b.n_tiles) * a.b.split;
-  grid = std::min<long long>(grid, static_cast<long long>(f.blocks_per_sm) * std::max(a.b.sm_count, 1));
-  cuda::PlannedLaunch p;
-  p.func = kern;
-  p.grid = static_cast<unsigned>(std::max<long long>(grid, 0));
-  p.threads = static_cast<unsigned>(shape.threads());
-  p.smem = smem;
-  return p;
+  return cuda::plan_persistent(kern, shape, w4_mma::smem_bytes(shape), a.b, "4-bit ");
 }
 
 template <bool FN>

@@ -2,6 +2,7 @@
 // planned 4-bit kernel. Split-K's finalize is the bf16 kernel's (mma/cuda_finalize.cu), planned
 // by the host half.
 #include "gmm/w4_mma/w4_mma_instances.cuh"
+#include "moe/cuda_launch_api.hpp"
 
 namespace moe::gmm::w4_mma {
 
