@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "app/commands.hpp"
 #include "app/emu_text.hpp"
@@ -177,6 +178,8 @@ void run(const CLI::App& cmd, const ProblemArgs& pa, const RunArgs& ra) {
   }
   if (o.times_us.empty()) {
     fmt::print("time     not measured: the emu backend validates the cuda kernel sources, it does not time them\n");
+    // What one call launches on a GPU (the emulated run mirrors the cuda plan), in order.
+    if (!o.kernels.empty()) fmt::print("kernels  {} per call: {}\n", o.kernels.size(), fmt::join(o.kernels, ", "));
   } else {
     std::vector<double> t = o.times_us;
     std::sort(t.begin(), t.end());

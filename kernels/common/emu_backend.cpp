@@ -18,8 +18,20 @@ DeviceInfo emu_device_info() {
   return d;
 }
 
+namespace {
+thread_local EmuLaunchLog* current_log = nullptr;
+}  // namespace
+
+EmuLaunchLog::EmuLaunchLog() : outer_(current_log) { current_log = this; }
+EmuLaunchLog::~EmuLaunchLog() { current_log = outer_; }
+
+void emu_note_launch(const std::string& kernel) {
+  if (current_log) current_log->kernels_.push_back(kernel);
+}
+
 void emu_launch(const std::string& kernel, long long grid, int threads, std::size_t dynamic_smem,
                 const std::function<void()>& body, std::uint32_t seed) {
+  emu_note_launch(kernel);
   try {
     simt::launch(grid, threads, dynamic_smem, body, seed);
   } catch (const std::exception& e) {

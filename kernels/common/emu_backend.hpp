@@ -8,6 +8,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "moe/family.hpp"
 
@@ -27,6 +28,25 @@ DeviceInfo emu_device_info();
 // another); a kernel's fault or deadlock comes out as EmuFault naming `kernel`.
 void emu_launch(const std::string& kernel, long long grid, int threads, std::size_t dynamic_smem,
                 const std::function<void()>& body, std::uint32_t seed = 7);
+
+// The kernels emulated on this thread while it lives, by name, in launch order: what one call of a
+// config launches, as its cuda plan launches them (each family's emu run mirrors its plan).
+// Work the emulator cannot run and a host loop plays (CUTLASS's GEMM) is noted by its caller
+// with emu_note_launch, so that it counts too. Nested logs: the innermost one records.
+class EmuLaunchLog {
+ public:
+  EmuLaunchLog();
+  ~EmuLaunchLog();
+  EmuLaunchLog(const EmuLaunchLog&) = delete;
+  EmuLaunchLog& operator=(const EmuLaunchLog&) = delete;
+  const std::vector<std::string>& kernels() const { return kernels_; }
+
+ private:
+  friend void emu_note_launch(const std::string& kernel);
+  std::vector<std::string> kernels_;
+  EmuLaunchLog* outer_;
+};
+void emu_note_launch(const std::string& kernel);
 
 // How fast a family's kernels emulate (bytes and FLOPs of FamilyDesc::estimate per second).
 struct EmuSpeed {

@@ -216,6 +216,7 @@ void run_wgmma(const GmmSpec& s, const RefMap& in, const RefMap& out, long long 
   auto blocks = [grid](long long items) { return grid > 0 ? grid : static_cast<long long>(wgmma::blocks_for(items)); };
   if (E == 0) return;
   emu_launch("wgmma_setup_kernel", blocks(a.experts), emulated::kWgmmaThreads, 0, [&] { emulated::wgmma_setup_kernel(a); }, 3);
+  emu_note_launch("CUTLASS grouped GEMM (played on the host)");
   if (s.fp8) {
     grouped_gemm_fp8_on_host(a.g, a.experts, s.routed_weight, s.down, swap);
     if (s.down) return;

@@ -75,8 +75,10 @@ Outcome run_cpu(const Prepared& p, const Params& config, int threads, int repeat
 
 Outcome run_emu(const Prepared& p, const Params& config) {
   HostRun h(p, Backend::emu, config, 1);
+  EmuLaunchLog log;
   try {
     h.run(p, config);
+    h.o.kernels = log.kernels();
   } catch (const EmuFault& e) {
     Check c;
     c.tensor = "(emulator)";

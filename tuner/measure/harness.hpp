@@ -26,6 +26,8 @@ struct Outcome {
   std::vector<double> times_us;  // one per repeat, kernel only (steady clock / CUDA events); none on emu
   // emu: why the config's main kernel did not run emulated (the rest of it did, and was checked).
   std::string not_emulated;
+  // emu: the kernels the call launched, in order (EmuLaunchLog); empty on the other backends.
+  std::vector<std::string> kernels;
 };
 
 // Checks the config is complete and valid for the problem (Error otherwise) and returns it completed.

@@ -180,6 +180,42 @@ TEST(LayerDecode, LayerMatchesItsReference) {
     }
 }
 
+// What one call launches, as the emulated run logs it (the cuda plan launches the same): the
+// decode path replaces router and dispatch's kernels with the front, and a biased 4-bit stage
+// adds its pad-row pass. These are the counts the decode layer's fusion work starts from.
+TEST(LayerDecode, KernelsPerCallByPath) {
+  using V = std::vector<std::string>;
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  const auto kernels = [&](const Params& L, const std::string& path) {
+    const auto p = prepared(L, 77);
+    Params c = decode_config(0);
+    c.set("path", path);
+    const auto o = moe::tuner::run_emu(p, moe::tuner::complete_config(f, moe::Backend::emu, p.problem, c, moe::emu_device_info()));
+    EXPECT_TRUE(o.validation.ok) << o.validation.summary();
+    return o.kernels;
+  };
+  const V gmm = {"gmm_schedule_kernel", "gmm_mma_kernel"};
+  for (std::int64_t T : {1, 16}) {
+    V decode = {"decode front kernel"};
+    decode.insert(decode.end(), gmm.begin(), gmm.end());
+    decode.insert(decode.end(), gmm.begin(), gmm.end());
+    decode.push_back("combine_kernel");
+    EXPECT_EQ(kernels(plain(T, "bf16"), "decode"), decode) << T;
+    V stages = {"router kernel", "align_single_kernel", "gather (row order)"};
+    stages.insert(stages.end(), decode.begin() + 1, decode.end());
+    EXPECT_EQ(kernels(plain(T, "bf16"), "stages"), stages) << T;
+  }
+  Params oss = plain(2, "mxfp4");
+  oss.set("intermediate", std::int64_t{64}).set("activation", std::string("swiglu_oai"));
+  oss.set("w13_layout", std::string("interleaved")).set("bias13", std::int64_t{1}).set("bias2", std::int64_t{1});
+  const V w4 = {"gmm_schedule_kernel", "gmm_pad_rows_kernel", "gmm_w4_mma_kernel"};
+  V oss_decode = {"decode front kernel"};
+  oss_decode.insert(oss_decode.end(), w4.begin(), w4.end());
+  oss_decode.insert(oss_decode.end(), w4.begin(), w4.end());
+  oss_decode.push_back("combine_kernel");
+  EXPECT_EQ(kernels(oss, "decode"), oss_decode);
+}
+
 TEST(LayerDecode, InvalidWithAReasonWhereTheFrontCannotRun) {
   const moe::FamilyDesc& f = moe::family("moe-layer");
   const moe::DeviceInfo h100 = moe::emu_device_info();
