@@ -40,7 +40,9 @@ const char* dtype_str(const GmmSpec& s) { return s.wq == WeightFormat::mxfp4 ? "
 }  // namespace
 
 std::vector<cuda::TileShape> tiles() {
-  return {{16, 128, 128, 1, 4, 4}, {16, 128, 64, 1, 4, 4}, {16, 64, 32, 1, 4, 4}, {32, 128, 64, 1, 4, 4}};
+  // Decode's 16- and 32-row tiles, then prefill's 64- and 128-row ones (eight warps along N).
+  return {{16, 128, 128, 1, 4, 4}, {16, 128, 64, 1, 4, 4}, {16, 64, 32, 1, 4, 4}, {32, 128, 64, 1, 4, 4},
+          {64, 128, 64, 1, 8, 3},  {128, 128, 64, 1, 8, 3}};
 }
 
 std::string invalid_reason(const GmmSpec& s, const cuda::Config& c, const DeviceInfo& dev) {
@@ -67,6 +69,8 @@ std::string invalid_reason(const GmmSpec& s, const cuda::Config& c, const Device
            ") are 4 GiB or more, which the 4-bit mma kernel addresses with 32-bit offsets";
   if (std::find(std::begin(kSplits), std::end(kSplits), c.split) == std::end(kSplits))
     return who + ": split_k must be one of 1,2,4,8";
+  if (c.split > 1 && c.shape.bm > 32)
+    return who + ": block_m=" + std::to_string(c.shape.bm) + " is a prefill tile, whose rows fill the SMs: split_k must be 1";
   const std::int64_t slices = s.k_dim() / c.shape.bk;
   if (c.split > slices)
     return "split_k=" + std::to_string(c.split) + " is more than the " + std::to_string(slices) +
@@ -92,7 +96,8 @@ std::vector<cuda::Config> space(const GmmSpec& s, const DeviceInfo& dev, bool fu
 }
 
 cuda::Config default_config(const GmmSpec& s, const DeviceInfo& dev) {
-  const int bm = s.avg_rows_per_expert() <= 16 ? 16 : 32;
+  const double rows = s.avg_rows_per_expert();
+  const int bm = rows <= 16 ? 16 : rows <= 64 ? 32 : rows <= 256 ? 64 : 128;
   for (auto& t : tiles())
     if (t.bm == bm && w4_mma::invalid_reason(s, cuda::Config{t, 1, 1}, dev).empty()) return cuda::Config{t, 1, 1};
   for (auto& t : tiles())

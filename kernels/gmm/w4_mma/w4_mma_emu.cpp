@@ -38,7 +38,8 @@ W4Tile w4_tile() {
 // w4_mma::tiles()'s shapes, in its order (a test keeps them equal).
 const std::vector<W4Tile>& w4_tiles() {
   static const std::vector<W4Tile> v = {w4_tile<16, 128, 128, 4, 4>(), w4_tile<16, 128, 64, 4, 4>(),
-                                        w4_tile<16, 64, 32, 4, 4>(), w4_tile<32, 128, 64, 4, 4>()};
+                                        w4_tile<16, 64, 32, 4, 4>(), w4_tile<32, 128, 64, 4, 4>(),
+                                        w4_tile<64, 128, 64, 8, 3>(), w4_tile<128, 128, 64, 8, 3>()};
   return v;
 }
 
@@ -64,7 +65,10 @@ void run_w4_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const
   const long long grid = std::min(bound * a.b.n_tiles * a.b.split, max_ctas > 0 ? max_ctas : sms);
   const bool fn = !s.plain_expert_fn();
   const W4Kernel k = tile->k[fn ? 1 : 0][s.down ? 1 : 0][s.wq == WeightFormat::mxfp4 ? 1 : 0];
-  const auto schedule = c.shape.bm == 16 ? &emulated::gmm_schedule_kernel<16> : &emulated::gmm_schedule_kernel<32>;
+  const auto schedule = c.shape.bm == 16   ? &emulated::gmm_schedule_kernel<16>
+                        : c.shape.bm == 32 ? &emulated::gmm_schedule_kernel<32>
+                        : c.shape.bm == 64 ? &emulated::gmm_schedule_kernel<64>
+                                           : &emulated::gmm_schedule_kernel<128>;
   emu_launch("gmm_schedule_kernel", 1, cuda::kScheduleThreads, cuda::schedule_smem_bytes(a.b.experts),
              [&] { schedule(a.b); });
   if (a.b.fn.pad_rows) run_pad_rows(a.b, sms);

@@ -32,7 +32,8 @@ Entry<FN> entry() {
 template <bool FN>
 cuda::PlannedLaunch plan_main_of(const cuda::TileShape& t, bool down, bool mxfp4, const Args& a) {
   static const Entry<FN> entries[] = {entry<FN, 16, 128, 128, 4, 4>(), entry<FN, 16, 128, 64, 4, 4>(),
-                                      entry<FN, 16, 64, 32, 4, 4>(), entry<FN, 32, 128, 64, 4, 4>()};
+                                      entry<FN, 16, 64, 32, 4, 4>(), entry<FN, 32, 128, 64, 4, 4>(),
+                                      entry<FN, 64, 128, 64, 8, 3>(), entry<FN, 128, 128, 64, 8, 3>()};
   for (const Entry<FN>& e : entries)
     if (e.shape == t) return e.plan[down ? 1 : 0][mxfp4 ? 1 : 0](a);
   throw Error("gmm: no 4-bit mma kernel of this tile shape");
