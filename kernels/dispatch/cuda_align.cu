@@ -39,7 +39,7 @@ void launch_multi(const Dev& d, int chunk, int* hist, int ctas, cudaStream_t s) 
   const std::size_t scan_smem = scan_smem_bytes(d.local);
   const std::size_t scatter_smem = scatter_smem_bytes(THREADS, d.local, chunk);
   const void* hist_k = allow_smem(align_hist_kernel<THREADS>, THREADS, hist_smem);
-  const void* scan_k = allow_smem(align_scan_kernel, kScanThreads, scan_smem);
+  const void* scan_k = allow_smem(align_scan_kernel<>, kScanThreads, scan_smem);
   const void* scatter_k = allow_smem(align_scatter_kernel<THREADS>, THREADS, scatter_smem);
   Dev dv = d;
   const unsigned grid = static_cast<unsigned>(ctas);

@@ -314,8 +314,12 @@ __global__ void __launch_bounds__(THREADS) align_hist_kernel(Dev a, int chunk, i
 }
 
 // One CTA: hist becomes each CTA's first row within its expert (exclusive scan over CTAs,
-// a warp per expert), then offsets and the padding rows.
-__global__ void __launch_bounds__(kScanThreads) align_scan_kernel(Dev a, int* hist, int ctas) {
+// a warp per expert), then offsets and the padding rows. A template (one instantiation,
+// kScanThreads) so that a unit including this header for its device functions (the layer's
+// decode front) does not compile a copy of it.
+template <int SCAN_THREADS = kScanThreads>
+__global__ void __launch_bounds__(SCAN_THREADS) align_scan_kernel(Dev a, int* hist, int ctas) {
+  static_assert(SCAN_THREADS == kScanThreads, "the scan's shared memory is sized for kScanThreads");
   constexpr int NW = kScanThreads / 32;
   MOE_DYNAMIC_SMEM(int, smem);
   const int El = a.local;

@@ -40,7 +40,7 @@ void emu_align_single(const AlignArgs& a, int threads, void*) {
 template <int TH>
 void multi(const ak::Dev& d, int chunk, int* hist, int n) {
   if (n) emu_launch("align_hist_kernel", n, TH, hist_smem_bytes(d.local, chunk), [&] { ak::align_hist_kernel<TH>(d, chunk, hist, n); });
-  emu_launch("align_scan_kernel", 1, kScanThreads, scan_smem_bytes(d.local), [&] { ak::align_scan_kernel(d, hist, n); });
+  emu_launch("align_scan_kernel", 1, kScanThreads, scan_smem_bytes(d.local), [&] { ak::align_scan_kernel<>(d, hist, n); });
   if (n)
     emu_launch("align_scatter_kernel", n, TH, scatter_smem_bytes(TH, d.local, chunk),
                [&] { ak::align_scatter_kernel<TH>(d, chunk, hist, n); });

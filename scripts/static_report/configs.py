@@ -83,6 +83,10 @@ def identify(name, static, obj=None):
             th, vb, un = (int(x) for x in t)
             return {"family": "dispatch", "kind": "gather", "config": {"threads": th, "vec": vb, "unroll": un},
                     "variant": {"order": order}, "threads": th}
+    if (t := template_args(name, "align_scan_kernel")):
+        # The multi-CTA aligner's one-CTA scan: its threads are its own, not align_threads.
+        return {"family": "dispatch", "kind": "align", "config": {"aligner": "multi"}, "variant": {"step": "scan"},
+                "threads": int(t[0])}
     for tmpl, aligner in (("align_single_kernel", "single"), ("align_hist_kernel", "multi"),
                           ("align_scatter_kernel", "multi")):
         if (t := template_args(name, tmpl)):
@@ -94,8 +98,6 @@ def identify(name, static, obj=None):
         return {"family": "layer", "kind": "decode-front",
                 "config": {"path": "decode", "lanes": lanes, "epl": epl, "vec_bytes": vec * 2},
                 "variant": {"logits": "16-bit"}, "threads": 512, "dynamic_smem_unknown": True}
-    if re.search(r"align_scan_kernel\(", name):
-        return {"family": "dispatch", "kind": "align", "config": {"aligner": "multi"}, "variant": {"step": "scan"}}
     # CUTLASS's kernels carry no moebench template, and their names are too deep for c++filt.
     # Each wgmma instantiation is alone in its translation unit, named after its config
     # (wgmma_gemm_[fp8_]<BM>x<BN>x<BK>_<schedule>[_c<CM>x<CN>][_down].cu): the object names the

@@ -110,7 +110,7 @@ AlignOut run_aligner(const AlignCase& c, const std::string& aligner, int threads
           simt::launch(
               n, TH, hist_smem_bytes(local, chunk), [&] { ak::align_hist_kernel<TH>(d, chunk, hist.data(), n); }, seed);
         simt::launch(
-            1, kScanThreads, scan_smem_bytes(local), [&] { ak::align_scan_kernel(d, hist.data(), n); }, seed + 1);
+            1, kScanThreads, scan_smem_bytes(local), [&] { ak::align_scan_kernel<>(d, hist.data(), n); }, seed + 1);
         if (n)
           simt::launch(
               n, TH, scatter_smem_bytes(TH, local, chunk),
