@@ -40,6 +40,31 @@ namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 
 GMM_DEVICE float silu(float x) { return x / (1.0f + exp_fast(-x)); }
 
+// The epilogue of one output row's column pair (col, col + 1) of local expert e: up's gate sums
+// v and up sums u become h, down's sums v are scaled by the row's routed weight rw. FN: the
+// problem's expert function (f) instead, and a padding row's pair left at zero.
+template <bool UP, bool BF16, bool FN>
+GMM_DEVICE void epilogue_pair(const ExpertFnArgs& f, int e, int col, bool pad, float rw, float& v0, float& v1, float u0,
+                              float u1) {
+  if constexpr (FN) {
+    if (pad) {
+      v0 = v1 = 0.0f;
+    } else if constexpr (UP) {
+      v0 = fn_up<BF16>(f, e, col, v0, u0);
+      v1 = fn_up<BF16>(f, e, col + 1, v1, u1);
+    } else {
+      v0 = fn_down<BF16>(f, e, col, v0, rw);
+      v1 = fn_down<BF16>(f, e, col + 1, v1, rw);
+    }
+  } else if constexpr (UP) {
+    v0 = silu(v0) * u0;
+    v1 = silu(v1) * u1;
+  } else {
+    v0 *= rw;
+    v1 *= rw;
+  }
+}
+
 // Which weight row a thread's B chunk i of a tile copies, split into the thread's part and a
 // constant of i, so that each chunk's source is one multiply-add from the thread's first and a
 // tile's first weight load needs no per-chunk arithmetic. Chunk i sits in shared row
@@ -393,23 +418,9 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
                 if constexpr (UP)
                   store_f32x2(dst + p.n_out + col, acc[i][j + NT / 2][hh * 2], acc[i][j + NT / 2][hh * 2 + 1]);
               } else {
-                if constexpr (FN) {
-                  if (pad) {
-                    v0 = v1 = 0.0f;
-                  } else if constexpr (UP) {
-                    v0 = fn_up<BF16>(p.fn, e, col, v0, acc[i][j + NT / 2][hh * 2]);
-                    v1 = fn_up<BF16>(p.fn, e, col + 1, v1, acc[i][j + NT / 2][hh * 2 + 1]);
-                  } else {
-                    v0 = fn_down<BF16>(p.fn, e, col, v0, rw);
-                    v1 = fn_down<BF16>(p.fn, e, col + 1, v1, rw);
-                  }
-                } else if constexpr (UP) {
-                  v0 = silu(v0) * acc[i][j + NT / 2][hh * 2];
-                  v1 = silu(v1) * acc[i][j + NT / 2][hh * 2 + 1];
-                } else {
-                  v0 *= rw;
-                  v1 *= rw;
-                }
+                float u0 = 0.0f, u1 = 0.0f;
+                if constexpr (UP) u0 = acc[i][j + NT / 2][hh * 2], u1 = acc[i][j + NT / 2][hh * 2 + 1];
+                epilogue_pair<UP, BF16, FN>(p.fn, e, col, pad, rw, v0, v1, u0, u1);
                 store_u32(p.out + static_cast<std::size_t>(r) * p.n_out + col, pack2<BF16>(v0, v1));
               }
             }

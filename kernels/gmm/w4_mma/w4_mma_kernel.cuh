@@ -219,23 +219,9 @@ GMM_KERNEL(WARPS_N * 32) gmm_w4_mma_kernel(const w4_mma::Args p) {
             store_f32x2(dst + col, v0, v1);
             if constexpr (UP) store_f32x2(dst + p.b.n_out + col, acc[i][j + NT / 2][hh * 2], acc[i][j + NT / 2][hh * 2 + 1]);
           } else {
-            if constexpr (FN) {
-              if (pad) {
-                v0 = v1 = 0.0f;
-              } else if constexpr (UP) {
-                v0 = fn_up<true>(p.b.fn, u.e, col, v0, acc[i][j + NT / 2][hh * 2]);
-                v1 = fn_up<true>(p.b.fn, u.e, col + 1, v1, acc[i][j + NT / 2][hh * 2 + 1]);
-              } else {
-                v0 = fn_down<true>(p.b.fn, u.e, col, v0, rw);
-                v1 = fn_down<true>(p.b.fn, u.e, col + 1, v1, rw);
-              }
-            } else if constexpr (UP) {
-              v0 = silu(v0) * acc[i][j + NT / 2][hh * 2];
-              v1 = silu(v1) * acc[i][j + NT / 2][hh * 2 + 1];
-            } else {
-              v0 *= rw;
-              v1 *= rw;
-            }
+            float u0 = 0.0f, u1 = 0.0f;
+            if constexpr (UP) u0 = acc[i][j + NT / 2][hh * 2], u1 = acc[i][j + NT / 2][hh * 2 + 1];
+            epilogue_pair<UP, true, FN>(p.b.fn, u.e, col, pad, rw, v0, v1, u0, u1);
             store_u32(p.b.out + static_cast<std::size_t>(r) * p.b.n_out + col, pack2<true>(v0, v1));
           }
         }
