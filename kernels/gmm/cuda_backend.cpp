@@ -9,6 +9,7 @@
 #include "gmm/alignment.hpp"
 #include "gmm/cublas/configs.hpp"
 #include "gmm/mma/cuda_configs.hpp"
+#include "gmm/mma/kind_plan.hpp"
 #include "gmm/detail.hpp"
 #include "gmm/fp8_mma/fp8_mma_configs.hpp"
 #include "gmm/w4_mma/w4_mma_configs.hpp"
@@ -70,11 +71,6 @@ std::size_t ws_bytes_for(const GmmSpec& s, const Config& c, std::int64_t rows, s
     n += static_cast<std::size_t>(c.split) * static_cast<std::size_t>(rows) * static_cast<std::size_t>(s.n_w()) *
          sizeof(float);
   return n;
-}
-
-int n_tiles(const GmmSpec& s, const TileShape& t) {
-  const std::int64_t per = s.down ? t.bn : t.bn / 2;
-  return static_cast<int>((s.n_out() + per - 1) / per);
 }
 
 void launch_planned(const PlannedLaunch& p, const KernelArgs& a, void* stream) {
@@ -164,25 +160,10 @@ std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& 
 KernelArgs plan_args(const GmmSpec& s, const Config& c, std::int64_t rows) {
   const std::string why = invalid_reason(s, c, DeviceInfo{});
   if (!why.empty()) throw Error("gmm cuda: " + why);
-  KernelArgs a;
-  a.rows = static_cast<int>(rows);
-  a.k_dim = static_cast<int>(s.k_dim());
-  a.n_out = static_cast<int>(s.n_out());
-  a.n_w = static_cast<int>(s.n_w());
-  a.experts = static_cast<int>(s.e_local());
-  a.split = c.split;
-  a.n_tiles = n_tiles(s, c.shape);
+  KernelArgs a = kind_shape_args(s, c, rows, c.shape.bk, "");
   a.group_m = c.group_m;
-  a.map_tiles = static_cast<int>((rows + c.shape.bm - 1) / c.shape.bm + s.e_local());
-  // The kernel walks tile indices in 32 bits, a grid past the last one.
-  if (static_cast<double>(a.map_tiles) * a.n_tiles * a.split >= 2147483647.0 - (1 << 20))
-    throw Error("gmm cuda: " + std::to_string(rows) + " rows make more tiles than the kernel can index; use fewer tokens");
-  a.split_div = fast_div_by(a.split);
-  a.n_tiles_div = fast_div_by(a.n_tiles);
   a.group_m_div = fast_div_by(a.group_m);
   a.group_tiles_div = fast_div_by(a.group_m * a.n_tiles);
-  a.fn = expert_fn_args(s);  // before set_k_slices, which reads its up_rows
-  set_k_slices(a, c.shape.bk);
   return a;
 }
 

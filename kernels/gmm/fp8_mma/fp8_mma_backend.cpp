@@ -23,11 +23,6 @@ std::string tile_str(const cuda::TileShape& t) {
          " stages=" + std::to_string(t.stages);
 }
 
-int n_tiles(const GmmSpec& s, const cuda::TileShape& t) {
-  const std::int64_t per = s.down ? t.bn : t.bn / 2;
-  return static_cast<int>((s.n_out() + per - 1) / per);
-}
-
 // Split-K's partials (down) or an unfused up's gate|up rows (a slab per split), for `rows`;
 // after the tile map.
 std::size_t slab_bytes(const GmmSpec& s, const cuda::Config& c, std::int64_t rows) {
@@ -104,22 +99,9 @@ Args plan_args(const GmmSpec& s, const cuda::Config& c, std::int64_t rows) {
   const std::string why = fp8_mma::invalid_reason(s, c, DeviceInfo{});
   if (!why.empty()) throw Error("gmm cuda: " + why);
   Args a;
-  a.b.rows = static_cast<int>(rows);
-  a.b.k_dim = static_cast<int>(s.k_dim());
-  a.b.n_out = static_cast<int>(s.n_out());
-  a.b.n_w = static_cast<int>(s.n_w());
-  a.b.experts = static_cast<int>(s.e_local());
-  a.b.split = c.split;
-  a.b.n_tiles = n_tiles(s, c.shape);
-  a.b.map_tiles = static_cast<int>((rows + c.shape.bm - 1) / c.shape.bm + s.e_local());
-  // The kernel walks tile indices in 32 bits, a grid past the last one.
-  if (static_cast<double>(a.b.map_tiles) * a.b.n_tiles * a.b.split >= 2147483647.0 - (1 << 20))
-    throw Error("gmm cuda: " + std::to_string(rows) + " rows make more fp8 tiles than the kernel can index; use fewer tokens");
+  a.b = cuda::kind_shape_args(s, c, rows, fp8_mma::kBlockK, "fp8 ");
   a.expert_bytes = static_cast<std::uint32_t>(s.n_w() * s.k_dim());
   a.up_bytes = static_cast<std::uint32_t>(s.n_out() * s.k_dim());
-  a.b.split_div = cuda::fast_div_by(a.b.split);
-  a.b.n_tiles_div = cuda::fast_div_by(a.b.n_tiles);
-  cuda::set_k_slices(a.b, fp8_mma::kBlockK);
   a.ue8m0 = s.ue8m0;
   return a;
 }
@@ -156,32 +138,18 @@ void bind_tensors(Args& a, const GmmSpec& s, const cuda::Config& c, const RefMap
 }
 
 std::shared_ptr<const Plan> plan(const GmmSpec& s, const cuda::Config& c, std::int64_t rows) {
-  auto p = std::make_shared<Plan>();
-  p->spec = s;
-  p->config = c;
-  p->args = fp8_mma::plan_args(s, c, rows);
+  auto p = cuda::start_plan<Args>(s, c, rows, &fp8_mma::plan_args);
   if (rows == 0) return p;
-  p->args.b.sm_count = cached_sm_count(launch_device());
-  p->launches.push_back(cuda::plan_schedule(p->args.b, c.shape.bm));
   p->launches.push_back(plan_main(c.shape, s.down, p->args));
   if (s.down && c.split > 1) p->launches.push_back(cuda::plan_finalize(p->args.b, true, DType::bf16));
   if (!s.down && !fused_up(c.shape)) p->launches.push_back(plan_silu_quant(p->args));
-  for (auto& l : p->launches) p->kernels += l.grid > 0;
+  cuda::count_kernels(*p);
   return p;
 }
 
 void run(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out, void* workspace,
          std::size_t ws_bytes, void* stream, const Plan* planned) {
-  const std::int64_t R = need(in, s.act_name()).shape.at(0);
-  std::shared_ptr<const Plan> own;
-  if (!planned || planned->args.b.rows != R) {
-    own = fp8_mma::plan(s, c, R);
-    planned = own.get();
-  }
-  if (R == 0) return;
-  Args a = planned->args;
-  fp8_mma::bind_tensors(a, s, c, in, out, workspace, ws_bytes);
-  for (auto& l : planned->launches) launch(l, a, stream);
+  cuda::run_kind(s, c, in, out, workspace, ws_bytes, stream, planned, &fp8_mma::plan, &fp8_mma::bind_tensors, &fp8_mma::launch);
 }
 
 }  // namespace moe::gmm::fp8_mma

@@ -23,11 +23,6 @@ std::string tile_str(const cuda::TileShape& t) {
          " warps_n=" + std::to_string(t.warps_n) + " stages=" + std::to_string(t.stages);
 }
 
-int n_tiles(const GmmSpec& s, const cuda::TileShape& t) {
-  const std::int64_t per = s.down ? t.bn : t.bn / 2;
-  return static_cast<int>((s.n_out() + per - 1) / per);
-}
-
 std::size_t partial_bytes(const GmmSpec& s, const cuda::Config& c, std::int64_t rows) {
   if (c.split == 1) return 0;
   return static_cast<std::size_t>(c.split) * static_cast<std::size_t>(rows) * static_cast<std::size_t>(s.n_w()) * sizeof(float);
@@ -109,24 +104,10 @@ Args plan_args(const GmmSpec& s, const cuda::Config& c, std::int64_t rows) {
   const std::string why = w4_mma::invalid_reason(s, c, DeviceInfo{});
   if (!why.empty()) throw Error("gmm cuda: " + why);
   Args a;
-  a.b.rows = static_cast<int>(rows);
-  a.b.k_dim = static_cast<int>(s.k_dim());
-  a.b.n_out = static_cast<int>(s.n_out());
-  a.b.n_w = static_cast<int>(s.n_w());
-  a.b.experts = static_cast<int>(s.e_local());
-  a.b.split = c.split;
-  a.b.n_tiles = n_tiles(s, c.shape);
-  a.b.map_tiles = static_cast<int>((rows + c.shape.bm - 1) / c.shape.bm + s.e_local());
-  // The kernel walks tile indices in 32 bits, a grid past the last one.
-  if (static_cast<double>(a.b.map_tiles) * a.b.n_tiles * a.b.split >= 2147483647.0 - (1 << 20))
-    throw Error("gmm cuda: " + std::to_string(rows) + " rows make more 4-bit tiles than the kernel can index; use fewer tokens");
-  a.b.split_div = cuda::fast_div_by(a.b.split);
-  a.b.n_tiles_div = cuda::fast_div_by(a.b.n_tiles);
-  cuda::set_k_slices(a.b, c.shape.bk);
+  a.b = cuda::kind_shape_args(s, c, rows, c.shape.bk, "4-bit ");
   a.expert_bytes = static_cast<std::uint32_t>(s.n_w() * (s.k_dim() / 2));
   a.groups = static_cast<int>(s.w_groups());
   a.group_mask = static_cast<int>(s.group / 32 - 1);
-  a.b.fn = expert_fn_args(s);
   return a;
 }
 
@@ -163,34 +144,20 @@ void bind_tensors(Args& a, const GmmSpec& s, const cuda::Config& c, const RefMap
 }
 
 std::shared_ptr<const Plan> plan(const GmmSpec& s, const cuda::Config& c, std::int64_t rows) {
-  auto p = std::make_shared<Plan>();
-  p->spec = s;
-  p->config = c;
-  p->args = w4_mma::plan_args(s, c, rows);
+  auto p = cuda::start_plan<Args>(s, c, rows, &w4_mma::plan_args);
   if (rows == 0) return p;
-  p->args.b.sm_count = cached_sm_count(launch_device());
-  p->launches.push_back(cuda::plan_schedule(p->args.b, c.shape.bm));
   // Which rows are padding, before the kernel whose bias would make them non-zero.
   if (s.biased()) p->launches.push_back(cuda::plan_pad_rows(p->args.b));
   const bool mx = s.wq == WeightFormat::mxfp4, fn = !s.plain_expert_fn();
   p->launches.push_back(fn ? plan_main_of<true>(c.shape, s.down, mx, p->args) : plan_main_of<false>(c.shape, s.down, mx, p->args));
   if (c.split > 1) p->launches.push_back(cuda::plan_finalize(p->args.b, s.down, DType::bf16, fn));
-  for (auto& l : p->launches) p->kernels += l.grid > 0;
+  cuda::count_kernels(*p);
   return p;
 }
 
 void run(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out, void* workspace,
          std::size_t ws_bytes, void* stream, const Plan* planned) {
-  const std::int64_t R = need(in, s.act_name()).shape.at(0);
-  std::shared_ptr<const Plan> own;
-  if (!planned || planned->args.b.rows != R) {
-    own = w4_mma::plan(s, c, R);
-    planned = own.get();
-  }
-  if (R == 0) return;
-  Args a = planned->args;
-  w4_mma::bind_tensors(a, s, c, in, out, workspace, ws_bytes);
-  for (auto& l : planned->launches) launch(l, a, stream);
+  cuda::run_kind(s, c, in, out, workspace, ws_bytes, stream, planned, &w4_mma::plan, &w4_mma::bind_tensors, &w4_mma::launch);
 }
 
 }  // namespace moe::gmm::w4_mma

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gmm/mma/cuda_configs.hpp"
+#include "gmm/mma/kind_plan.hpp"
 
 namespace moe::gmm::w4_mma {
 
@@ -51,12 +52,7 @@ void bind_tensors(Args& a, const GmmSpec& s, const cuda::Config& c, const RefMap
 
 // The kernels one call launches: the schedule kernel, the pad-row pass (a biased stage), the
 // main kernel, split-K's finalize.
-struct Plan : LaunchPlan {
-  GmmSpec spec;  // the problem and config it was planned for: a planned call parses neither again
-  cuda::Config config;
-  Args args;
-  std::vector<cuda::PlannedLaunch> launches;
-};
+using Plan = cuda::KindPlan<Args>;
 std::shared_ptr<const Plan> plan(const GmmSpec& s, const cuda::Config& c, std::int64_t rows);
 void run(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out, void* workspace,
          std::size_t workspace_bytes, void* stream, const Plan* planned = nullptr);
