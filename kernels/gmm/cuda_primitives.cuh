@@ -105,6 +105,16 @@ GMM_DEVICE void store_i32x4(std::int32_t* p, int a, int b, int c, int d) {
   *reinterpret_cast<int4*>(p) = make_int4(a, b, c, d);
 }
 GMM_DEVICE std::uint32_t umulhi(std::uint32_t a, std::uint32_t b) { return __umulhi(a, b); }
+// The fold's hand-over (combine_fold.cuh): a tile's stores visible device-wide before its count,
+// and the last tile's reads of other CTAs' stores from L2 (ld.global.cg), never a stale L1 line.
+GMM_DEVICE void fence_gpu() { __threadfence(); }
+GMM_DEVICE int atomic_add(int* p, int v) { return atomicAdd(p, v); }
+GMM_DEVICE std::uint32_t load_cg_u32(const std::uint16_t* p) { return __ldcg(reinterpret_cast<const unsigned*>(p)); }
+GMM_DEVICE void load_cg_f32x2(const float* p, float& a, float& b) {
+  const float2 v = __ldcg(reinterpret_cast<const float2*>(p));
+  a = v.x;
+  b = v.y;
+}
 // Eight 16-bit elements, one 16-byte access (rows are multiples of 8 elements, 16-byte aligned).
 struct Vec8 {
   std::uint16_t v[8];

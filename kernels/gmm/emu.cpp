@@ -132,6 +132,18 @@ std::vector<cuda::TileShape> emulated_tiles() {
   return v;
 }
 
+void run_schedule(cuda::KernelArgs& a, int bm, const RefMap& in) {
+  if (std::int32_t* map = cuda::given_tile_map(in, a, bm)) {
+    a.tile_map = map;
+    return;
+  }
+  const Kernel schedule = bm == 16   ? &emulated::gmm_schedule_kernel<16>
+                          : bm == 32 ? &emulated::gmm_schedule_kernel<32>
+                          : bm == 64 ? &emulated::gmm_schedule_kernel<64>
+                                     : &emulated::gmm_schedule_kernel<128>;
+  emu_launch("gmm_schedule_kernel", 1, cuda::kScheduleThreads, cuda::schedule_smem_bytes(a.experts), [&] { schedule(a); });
+}
+
 void run_pad_rows(const cuda::KernelArgs& a, long long sms) {
   const PadRowsArgs pa{a.act, const_cast<std::uint8_t*>(a.fn.pad_rows), a.rows, a.k_dim};
   emu_launch("gmm_pad_rows_kernel", pad_rows_blocks(a.rows, 8 * sms), kPadRowsWarps * 32, 0,
@@ -150,11 +162,8 @@ void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const Re
   const long long sms = emu_device_info().sm_count;
   const long long bound = (static_cast<long long>(a.rows) + c.shape.bm - 1) / c.shape.bm + a.experts;
   const long long grid = std::min(bound * a.n_tiles * a.split, max_ctas > 0 ? max_ctas : sms);
-  const Kernel schedule = c.shape.bm == 16 ? &emulated::gmm_schedule_kernel<16>
-                          : c.shape.bm == 32 ? &emulated::gmm_schedule_kernel<32>
-                          : c.shape.bm == 64 ? &emulated::gmm_schedule_kernel<64>
-                                             : &emulated::gmm_schedule_kernel<128>;
-  emu_launch("gmm_schedule_kernel", 1, cuda::kScheduleThreads, cuda::schedule_smem_bytes(a.experts), [&] { schedule(a); });
+  run_schedule(a, c.shape.bm, in);
+  const bool fold = cuda::bind_fold(a, s, c, in, out);
   if (a.fn.pad_rows) run_pad_rows(a, sms);
   emu_launch("gmm_mma_kernel", grid, c.shape.threads(), cuda::smem_bytes(c.shape, a.experts), [&] {
     simt::ptx::cp_async_reset();
@@ -163,7 +172,7 @@ void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const Re
   // The device leaves its verdict on the offsets in the workspace; the host reads it here.
   const std::string broken = cuda::map_status_error(a.tile_map, a.map_tiles);
   if (!broken.empty()) throw Error(broken);
-  if (c.split == 1) return;
+  if (c.split == 1 || fold) return;  // a fold summed the splits itself
   const Kernel fin =
       fn ? (s.down ? (bf16 ? &emulated::gmm_finalize_kernel<false, true, true> : &emulated::gmm_finalize_kernel<false, false, true>)
                    : (bf16 ? &emulated::gmm_finalize_kernel<true, true, true> : &emulated::gmm_finalize_kernel<true, false, true>))

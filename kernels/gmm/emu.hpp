@@ -16,6 +16,10 @@ namespace moe::gmm::emu {
 void run_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const RefMap& out, void* workspace,
              std::size_t workspace_bytes, long long max_ctas = 0);
 
+// The tile map for block_m = bm: the call's own (input cuda::kTileMapInput, which the layer's
+// decode front wrote) or the schedule kernel's, emulated into a.tile_map.
+void run_schedule(cuda::KernelArgs& a, int bm, const RefMap& in);
+
 // The pad-row pass ahead of a biased stage (expert_fn.cuh), into a.fn.pad_rows, over `sms` SMs.
 void run_pad_rows(const cuda::KernelArgs& a, long long sms);
 

@@ -112,6 +112,21 @@ inline void store_i32x4(std::int32_t* p, int a, int b, int c, int d) {
 inline std::uint32_t umulhi(std::uint32_t a, std::uint32_t b) {
   return static_cast<std::uint32_t>((static_cast<std::uint64_t>(a) * b) >> 32);
 }
+// CTAs run one after another and fibers switch only at barriers: stores are visible at once and
+// a read-modify-write is atomic.
+inline void fence_gpu() {}
+inline int atomic_add(int* p, int v) {
+  const int old = *p;
+  *p = old + v;
+  return old;
+}
+inline std::uint32_t load_cg_u32(const std::uint16_t* p) {
+  simt::ptx::need_aligned(p, 4, "32-bit load");
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline void load_cg_f32x2(const float* p, float& a, float& b) { load_f32x2(p, a, b); }
 
 }  // namespace moe::gmm::emulated
 

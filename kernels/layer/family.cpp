@@ -1,6 +1,7 @@
 #include "layer/family.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -55,21 +56,29 @@ std::int64_t K_of(const Params& p) { return p.i("topk") + p.i("shared"); }
 // The local experts' count: the layer holds only their weights and offsets.
 std::int64_t El_of(const Params& p) { return layer_experts(p).count(); }
 
-// The intermediates between stages, sized for the worst-case row count.
+// The intermediates between stages, sized for the worst-case row count; the decode path's tile
+// maps (the front writes them for the gmm stages) for the tallest map, of 16-row tiles, and the
+// counters of a down that folds combine, for its narrowest N-tiles.
 std::vector<TensorSpec> intermediates(const Params& L) {
   const std::int64_t T = L.i("tokens"), K = K_of(L), El = El_of(L), R = layer_max_rows(L);
   const std::int64_t D = L.i("hidden"), I = L.i("intermediate");
+  const std::int64_t map = static_cast<std::int64_t>(gmm_tile_map_bytes(R, 16, El) / 4);
+  std::vector<TensorSpec> v;
   if (is_fp8(L))
-    return {{"weights", DType::f32, {T, K}, ""},   {"ids", DType::i32, {T, K}, ""},
-            {"offsets", DType::i32, {El + 1}, ""}, {"src", DType::i32, {R}, ""},
-            {"dst", DType::i32, {T * K}, ""},      {"x_sorted", DType::e4m3, {R, D}, ""},
-            {"x_scale", DType::f32, {R, D / 128}, ""}, {"h", DType::e4m3, {R, I}, ""},
-            {"h_scale", DType::f32, {R, I / 128}, ""}, {"y_sorted", DType::bf16, {R, D}, ""}};
-  const DType act = act_dtype(L);
-  return {{"weights", DType::f32, {T, K}, ""}, {"ids", DType::i32, {T, K}, ""},
-          {"offsets", DType::i32, {El + 1}, ""}, {"src", DType::i32, {R}, ""},
-          {"dst", DType::i32, {T * K}, ""},      {"x_sorted", act, {R, D}, ""},
-          {"h", act, {R, I}, ""},                {"y_sorted", act, {R, D}, ""}};
+    v = {{"weights", DType::f32, {T, K}, ""},   {"ids", DType::i32, {T, K}, ""},
+         {"offsets", DType::i32, {El + 1}, ""}, {"src", DType::i32, {R}, ""},
+         {"dst", DType::i32, {T * K}, ""},      {"x_sorted", DType::e4m3, {R, D}, ""},
+         {"x_scale", DType::f32, {R, D / 128}, ""}, {"h", DType::e4m3, {R, I}, ""},
+         {"h_scale", DType::f32, {R, I / 128}, ""}, {"y_sorted", DType::bf16, {R, D}, ""}};
+  else
+    v = {{"weights", DType::f32, {T, K}, ""}, {"ids", DType::i32, {T, K}, ""},
+         {"offsets", DType::i32, {El + 1}, ""}, {"src", DType::i32, {R}, ""},
+         {"dst", DType::i32, {T * K}, ""},      {"x_sorted", act_dtype(L), {R, D}, ""},
+         {"h", act_dtype(L), {R, I}, ""},       {"y_sorted", act_dtype(L), {R, D}, ""}};
+  v.push_back({"up_map", DType::i32, {map}, ""});
+  v.push_back({"down_map", DType::i32, {map}, ""});
+  v.push_back({"down_done", DType::i32, {(D + 15) / 16}, ""});  // a counter per N-tile of down, when it folds combine
+  return v;
 }
 
 constexpr std::size_t kAlign = 256;
@@ -145,17 +154,26 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
   // Off when the caller (moe::Kernel's option, a timer) turned it off, or this config does.
   const ProgrammaticLaunch pdl(programmatic_launch() && config.b("pdl"));
   // path=decode: one front kernel in place of the router and dispatch stages.
-  const bool decode = decode_path(config);
+  const bool decode = decode_path(config), fold = fold_combine(config);
+  // The decode front writes the tile maps of the gmm stages whose kernels walk one.
+  std::array<int, 2> map_bm{0, 0};
   if (decode) {
     RefMap front_in = pick(all, {"logits", "x"}), front_out = pick(all, {"weights", "ids", "offsets", "src", "dst", "x_sorted"});
     if (L.b("bias")) front_in["bias"] = need(all, "bias");
     if (is_fp8(L)) front_out["x_scale"] = need(all, "x_scale");
-    run_front(b, L, config, front_in, front_out, stage_ctx);
+    for (int j = 0; j < 2; ++j) map_bm[j] = gmm_tile_map_block_m(resolved->choices[2 + j].config);
+    front_out["up_map"] = need(all, "up_map");
+    front_out["down_map"] = need(all, "down_map");
+    if (fold) front_out["fold_done"] = need(all, "down_done");
+    run_front(b, L, config, front_in, front_out, stage_ctx, map_bm);
   }
-  for (std::size_t i = decode ? 2 : 0; i < resolved->stages.size(); ++i) {
+  // A folding down writes out itself: combine, the last stage, is not run.
+  for (std::size_t i = decode ? 2 : 0; i < resolved->stages.size() - (fold ? 1 : 0); ++i) {
     const Stage& s = resolved->stages[i];
     const FamilyDesc& f = family(s.family);
-    const RefMap si = stage_inputs(s, all);
+    RefMap si = stage_inputs(s, all);
+    if (const int j = s.name == "gmm_up" ? 0 : s.name == "gmm_down" ? 1 : -1; j >= 0 && map_bm[j] > 0)
+      si["tile_map"] = need(all, j == 0 ? "up_map" : "down_map");
     RefMap so;
     if (s.name == "router") so = pick(all, {"weights", "ids"});
     else if (s.name == "dispatch" && is_fp8(L)) so = pick(all, {"offsets", "src", "dst", "x_sorted", "x_scale"});
@@ -164,15 +182,21 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
     else if (s.name == "gmm_up") so = pick(all, {"h"});
     else if (s.name == "gmm_down") so = pick(all, {"y_sorted"});
     else so = pick(all, {"out"});
+    if (s.name == "gmm_down" && fold) {
+      si["fold_dst"] = need(all, "dst");
+      si["fold_weights"] = need(all, "weights");
+      si["fold_done"] = need(all, "down_done");
+      so["fold_out"] = need(all, "out");
+    }
     stage_ctx.plan = planned ? planned->stages[i].get() : nullptr;
     f.need_backend(b).run(s.problem, resolved->choices[i].config, si, so, stage_ctx);
   }
 }
 
-Params auto_config(std::int64_t pdl = 1, const char* path = "stages") {
+Params auto_config(std::int64_t pdl = 1, const char* path = "stages", std::int64_t fold = 0) {
   Params c;
   for (const char* k : kStageKeys) c.set(k, std::string("auto"));
-  c.set("pdl", pdl).set("path", std::string(path)).set("front_ctas", std::int64_t{0});
+  c.set("pdl", pdl).set("path", std::string(path)).set("front_ctas", std::int64_t{0}).set("fold_combine", fold);
   return c;
 }
 
@@ -187,10 +211,13 @@ BackendImpl layer_backend(Backend b) {
   impl.space = [b](const Params& L, const DeviceInfo& dev, bool) {
     std::vector<Params> v = {auto_config(1)};
     if (b == Backend::cuda) v.push_back(auto_config(0));
-    if (b != Backend::cpu && front_invalid_reason(b, L, dev).empty()) {
-      v.push_back(auto_config(1, "decode"));
-      if (b == Backend::cuda) v.push_back(auto_config(0, "decode"));
-    }
+    // The decode path with and without combine folded into down (invalid, with the reason, where
+    // down's chosen kernel cannot fold).
+    if (b != Backend::cpu && front_invalid_reason(b, L, dev).empty())
+      for (std::int64_t fold : {0, 1}) {
+        v.push_back(auto_config(1, "decode", fold));
+        if (b == Backend::cuda) v.push_back(auto_config(0, "decode", fold));
+      }
     return v;
   };
   impl.default_config = [](const Params&, const DeviceInfo&) { return auto_config(); };
@@ -202,7 +229,12 @@ BackendImpl layer_backend(Backend b) {
       const bool decode = decode_path(c);
       if (decode)
         if (std::string why = front_invalid_reason(b, L, dev); !why.empty()) return why;
+      if (c.has("fold_combine") && c.i("fold_combine") == 1 && !decode)
+        return "fold_combine=1 folds combine into the decode path's gmm down: use path=decode";
       const ResolvedLayer r = resolve_layer(b, L, c, dev, {}, true);
+      if (fold_combine(c))
+        if (std::string why = gmm_fold_combine_invalid(r.stages[3].problem, r.choices[3].config); !why.empty())
+          return "fold_combine=1: stage gmm_down: " + why;
       // A stage's default may be a config its kernels cannot run for this problem (the cuda gmm
       // kernels and gpt-oss's expert function): the layer is invalid for the stage's reason.
       for (std::size_t i = decode ? 2 : 0; i < r.stages.size(); ++i) {

@@ -5,6 +5,7 @@
 
 #include "common/emu_backend.hpp"
 #include "dispatch/spec.hpp"
+#include "gmm/family.hpp"
 #include "layer/front_launch.hpp"
 #include "layer/stages.hpp"
 #include "moe/cuda_launch_api.hpp"
@@ -41,8 +42,14 @@ std::vector<ParamSpec> front_config_params() {
                        "a batch of at most 64 tokens (cuda and emu backends)"),
           int_param("front_ctas", 0, 0, 1024,
                     "path=decode: CTAs of the front kernel, each routing the whole batch and gathering a share of the "
-                    "rows (0: one per 16 rows the batch can take, at most one per SM)")};
+                    "rows (0: one per 16 rows the batch can take, at most one per SM)"),
+          int_param("fold_combine", 0, 0, 1,
+                    "path=decode: 1: gmm down's kernel also does combine's work (the last CTA to finish a column "
+                    "block sums every token's rows there, in slot order, as combine does): one kernel fewer; 0: "
+                    "combine runs as its own kernel")};
 }
+
+bool fold_combine(const Params& c) { return decode_path(c) && c.has("fold_combine") && c.i("fold_combine") == 1; }
 
 bool decode_path(const Params& c) { return c.has("path") && c.s("path") == "decode"; }
 
@@ -84,7 +91,7 @@ int front_ctas(const Params& L, const Params& c, int sm_count) {
 }
 
 void run_front(Backend b, const Params& L, const Params& c, const RefMap& in, const RefMap& out,
-               const LaunchContext& ctx) {
+               const LaunchContext& ctx, std::array<int, 2> map_bm) {
   const DeviceInfo dev = b == Backend::emu ? emu_device_info() : DeviceInfo{};
   if (b != Backend::cuda && b != Backend::emu) throw Error(front_invalid_reason(b, L, dev));
   const auto stages = layer_stages(L);
@@ -125,6 +132,23 @@ void run_front(Backend b, const Params& L, const Params& c, const RefMap& in, co
   a.row_bytes = static_cast<int>(d.D * static_cast<std::int64_t>(dtype_size(d.dtype)));
   a.fp8 = d.fp8;
   a.ue8m0 = d.ue8m0;
+  for (int j = 0; j < 2; ++j) {
+    if (map_bm[j] <= 0) continue;
+    const TensorRef& m = need(out, j == 0 ? "up_map" : "down_map");
+    if (m.nbytes() < gmm_tile_map_bytes(a.rows, map_bm[j], d.local()) || m.dtype != DType::i32 ||
+        reinterpret_cast<std::uintptr_t>(m.data) % 16)
+      throw Error("decode front: the tile map for block_m=" + std::to_string(map_bm[j]) + " needs " +
+                  std::to_string(gmm_tile_map_bytes(a.rows, map_bm[j], d.local())) +
+                  " bytes of 16-byte aligned int32, got " + std::to_string(m.nbytes()));
+    a.map[j] = m.as<std::int32_t>();
+    a.map_bm[j] = map_bm[j];
+    a.map_tiles[j] = static_cast<int>((a.rows + map_bm[j] - 1) / map_bm[j] + d.local());
+  }
+  if (const auto it = out.find("fold_done"); it != out.end()) {
+    if (it->second.dtype != DType::i32) throw Error("decode front: fold_done holds int32 counters");
+    a.zero = it->second.as<std::int32_t>();
+    a.zero_n = static_cast<int>(it->second.numel());
+  }
   if (r.tokens <= 0) return;
   if (b == Backend::emu) return layer_front::launch_emu(a, shape, front_ctas(L, c, dev.sm_count), nullptr);
   layer_front::launch_cuda(a, shape, front_ctas(L, c, cached_sm_count(launch_device())), ctx.stream);

@@ -2,6 +2,7 @@
 // The layer's decode path (config path=decode): one kernel does the router's and dispatch's work
 // for a batch of at most 64 tokens (front_kernels.cuh), then gmm up, gmm down and combine run as
 // stages. Its outputs are the router's and dispatch's exactly (DESIGN.md 1.1, 1.2, 1.6).
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,9 +11,11 @@
 
 namespace moe {
 
-// The layer config's path and front_ctas parameters.
+// The layer config's path, front_ctas and fold_combine parameters.
 std::vector<ParamSpec> front_config_params();
 bool decode_path(const Params& layer_config);
+// path=decode with fold_combine=1: gmm down does combine's work, and combine is not launched.
+bool fold_combine(const Params& layer_config);
 
 // Why the decode front cannot run this layer problem on backend b (empty when it can).
 std::string front_invalid_reason(Backend b, const Params& layer_problem, const DeviceInfo& dev);
@@ -21,8 +24,11 @@ std::string front_invalid_reason(Backend b, const Params& layer_problem, const D
 int front_ctas(const Params& layer_problem, const Params& layer_config, int sm_count);
 
 // Runs the front on backend b (cuda or emu): `in` holds logits, x and (with the problem's bias)
-// bias; `out` weights, ids, offsets, src, dst, x_sorted and, for fp8, x_scale, as dispatch sizes them.
+// bias; `out` weights, ids, offsets, src, dst, x_sorted and, for fp8, x_scale, as dispatch sizes them,
+// and the gmm stages' tile maps for block_m map_bm[0] (up: "up_map") and map_bm[1] (down:
+// "down_map"); 0: that stage gets none (its kernel takes none, gmm_tile_map_block_m). With
+// "fold_done" in `out` (down folds combine), it zeroes those counters.
 void run_front(Backend b, const Params& layer_problem, const Params& layer_config, const RefMap& in, const RefMap& out,
-               const LaunchContext& ctx);
+               const LaunchContext& ctx, std::array<int, 2> map_bm = {0, 0});
 
 }  // namespace moe

@@ -28,6 +28,48 @@ __device__ __forceinline__ bool is_padding(const int* off, const int* tot, int l
   return r - off[lo] >= tot[lo];
 }
 
+// The tile map gmm's schedule kernel would write from these offsets (cuda_tile_map.cuh): entry mg
+// is {expert, first row, end row, M-tiles} of the mg-th M-tile of bm rows, expert -1 past the
+// last, then the status entry {0, M-tiles, 0, 0} (the aligner's offsets are sound; more M-tiles
+// than the map holds, which sound offsets never make, would be reported as the schedule kernel
+// does). Every thread of the CTA calls it; `tiles` (El ints) and `prefix` (El + 1) are shared
+// scratch, `scratch` the scan's.
+__device__ void write_tile_map(const int* off, int El, long long rows, int bm, int map_tiles, int* map, int* tiles,
+                               int* prefix, int* scratch) {
+  const int tid = threadIdx.x;
+  const long long R = rows;
+  auto begin = [&](int e) { return static_cast<int>(off[e] < 0 ? 0 : off[e] > R ? R : off[e]); };
+  auto end = [&](int e) {
+    const int b = begin(e), n = static_cast<int>(off[e + 1] > R ? R : off[e + 1]);
+    return n > b ? n : b;
+  };
+  for (int e = tid; e < El; e += kThreads) tiles[e] = (end(e) - begin(e) + bm - 1) / bm;
+  __syncthreads();
+  dispatch_cuda::align_kernels::block_exclusive_scan<kThreads>(tiles, prefix, El, scratch);
+  const int asked = prefix[El], total = asked < map_tiles ? asked : map_tiles;
+  for (int mg = tid; mg < map_tiles; mg += kThreads) {
+    int e = -1, row0 = 0, row_end = 0;
+    if (mg < total) {
+      int lo = 0, hi = El;  // prefix[lo] <= mg < prefix[hi]
+      while (hi - lo > 1) {
+        const int mid = (lo + hi) >> 1;
+        if (prefix[mid] <= mg) lo = mid;
+        else hi = mid;
+      }
+      e = lo;
+      row0 = begin(e) + (mg - prefix[e]) * bm;
+      row_end = end(e);
+    }
+    int* q = map + 4 * static_cast<long long>(mg);
+    q[0] = e, q[1] = row0, q[2] = row_end, q[3] = total;
+  }
+  if (tid == 0) {
+    int* q = map + 4 * static_cast<long long>(map_tiles);
+    q[0] = asked > map_tiles, q[1] = asked, q[2] = 0, q[3] = 0;
+  }
+  __syncthreads();  // the scratch is the next map's
+}
+
 template <int LANES, int EPL, int V, class Lane>
 __device__ void front_body(const Args& f, Lane& ln, int* smem) {
   constexpr int NW = kThreads / 32;
@@ -55,6 +97,10 @@ __device__ void front_body(const Args& f, Lane& ln, int* smem) {
   if (blockIdx.x == 0) {
     for (int i = tid; i < slots; i += kThreads) f.ids[i] = ids[i], f.weights[i] = weights[i], f.dst[i] = dst[i];
     for (int e = tid; e <= El; e += kThreads) f.offsets[e] = offsets[e];
+    for (int i = tid; i < f.zero_n; i += kThreads) f.zero[i] = 0;
+    // The aligner is done with its counts and padded sizes: they are the maps' scratch.
+    for (int j = 0; j < 2; ++j)
+      if (f.map[j]) write_tile_map(m.off, El, f.rows, f.map_bm[j], f.map_tiles[j], f.map[j], m.pad, m.cnt, m.scratch);
   }
   // The rows: the routed ones by slot (dst), the padding ones by row; warps over the whole grid.
   const long long gw = static_cast<long long>(blockIdx.x) * NW + warp, nw = static_cast<long long>(gridDim.x) * NW;

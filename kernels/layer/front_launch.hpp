@@ -37,6 +37,15 @@ struct Args {
   int K = 1, e0 = 0, local = 0, E_total = 0, A = 1;
   int row_bytes = 0;  // of x
   int fp8 = 0, ue8m0 = 0;
+  // The gmm stages' tile maps, up's then down's (gmm/mma/cuda_tile_map.cuh's layout, for block_m
+  // map_bm; null: that stage's kernel takes none, or writes its own), so neither stage launches
+  // its schedule kernel. CTA 0 writes them from its offsets.
+  std::int32_t* map[2] = {nullptr, nullptr};
+  int map_bm[2] = {16, 16}, map_tiles[2] = {0, 0};
+  // Down's per-N-tile counters when it folds combine (gmm/mma/combine_fold.cuh): CTA 0 zeroes
+  // them, and down counts only after up, which waited for the front, has finished.
+  std::int32_t* zero = nullptr;
+  int zero_n = 0;
 };
 
 inline constexpr std::int64_t round4(std::int64_t n) { return (n + 3) / 4 * 4; }

@@ -57,16 +57,15 @@ void run_fp8_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, cons
   const long long bound = (static_cast<long long>(a.b.rows) + c.shape.bm - 1) / c.shape.bm + a.b.experts;
   const long long grid = std::min(bound * a.b.n_tiles * a.b.split, max_ctas > 0 ? max_ctas : sms);
   const Fp8Kernel k = s.down ? tile->down : tile->up;
-  const auto schedule = c.shape.bm == 16 ? &emulated::gmm_schedule_kernel<16> : &emulated::gmm_schedule_kernel<32>;
-  emu_launch("gmm_schedule_kernel", 1, cuda::kScheduleThreads, cuda::schedule_smem_bytes(a.b.experts),
-             [&] { schedule(a.b); });
+  run_schedule(a.b, c.shape.bm, in);
+  const bool fold = cuda::bind_fold(a.b, s, c, in, out);
   emu_launch("gmm_fp8_mma_kernel", grid, c.shape.threads(), fp8_mma::smem_bytes(c.shape), [&] {
     simt::ptx::cp_async_reset();
     k(a);
   });
   const std::string broken = cuda::map_status_error(a.b.tile_map, a.b.map_tiles);
   if (!broken.empty()) throw Error(broken);
-  if (s.down && c.split > 1) {
+  if (s.down && c.split > 1 && !fold) {
     const long long pairs = static_cast<long long>(a.b.rows) * (a.b.n_out / 2);
     emu_launch("gmm_finalize_kernel", std::min((pairs + 255) / 256, 8 * sms), 256, 0,
                [&] { emulated::gmm_finalize_kernel<false, true>(a.b); }, 11);

@@ -124,6 +124,7 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
   }
   weights_first(1, B_CHUNKS);
   const std::uint32_t sc_dst = smem_u32(scl + tid);
+  std::uint32_t fold_mine = 0;  // down folding combine: the N-tiles this CTA finished last (combine_fold.cuh)
   for (;;) {
     const std::uint8_t* a_src[A_CHUNKS];
 #pragma unroll
@@ -275,11 +276,15 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
           }
         }
     }
-    sync_threads();  // the next tile's loads overwrite the stages (and the amax parts)
+    // The next tile's loads overwrite the stages (and the amax parts); a 16-row down may fold
+    // combine (counted here).
+    if constexpr (UP || BM != 16) sync_threads();
+    else end_down_tile(p.b, nt, total_m, fold_mine);
     tile += static_cast<int>(grid_x());
     if (!find_tile(tile)) break;
     weights_first(0, B_CHUNKS);
   }
+  if constexpr (!UP && BM == 16) fold_tail<true, THREADS>(p.b, BN, fold_mine);
 }
 
 }  // namespace moe::gmm::GMM_KERNEL_NAMESPACE

@@ -79,6 +79,17 @@ struct KernelArgs {
   // The expert function, for the kernels instantiated with it (expert_fn.cuh); plain
   // instantiations never read it.
   ExpertFnArgs fn;
+  // Combine folded into down (combine_fold.cuh; the layer's decode path): the last tile of each
+  // N-tile to finish sums every token's rows of those columns, as the combine stage would, into
+  // out. done: tiles finished per N-tile, zeroed before the kernel (by the layer's front); null:
+  // no fold (down writes y_sorted, combine runs as its own kernel).
+  struct Fold {
+    const std::int32_t* dst = nullptr;  // [tokens * slots]: a slot's row, -1 when not routed here
+    const float* weights = nullptr;     // [tokens * slots]
+    std::uint16_t* out = nullptr;       // [tokens, n_out]
+    std::int32_t* done = nullptr;       // [n_tiles]
+    int tokens = 0, slots = 0;
+  } fold;
 };
 
 inline void set_k_slices(KernelArgs& a, int bk) {
@@ -106,6 +117,8 @@ struct PlannedLaunch {
   unsigned grid = 0, threads = 0;
   std::size_t smem = 0;
   LaunchPlannedFn launch = nullptr;  // null: launch `func` with the KernelArgs by value
+  bool schedule = false;             // the schedule kernel: skipped when the call brings its tile map
+  bool finalize = false;             // split-K's finalize: skipped when down folds combine (it sums the splits)
 };
 // Plans the kernel for args' shape fields (rows, dims, split, sm_count...); pointers unused.
 using PlanFn = PlannedLaunch (*)(const KernelArgs& shape);
@@ -148,6 +161,10 @@ std::size_t map_bytes(std::int64_t rows, int bm, std::int64_t experts);
 // The status entry the schedule kernel writes after the map's map_tiles entries: empty when the
 // offsets were sound, else what was wrong with them (the kernels stayed in bounds regardless).
 std::string map_status_error(const std::int32_t* tile_map, int map_tiles);
+// The tile map a call brings as input kTileMapInput (the layer's decode front writes it, in the
+// schedule kernel's layout, for block_m = bm), checked against a's shape; null when it brings none.
+inline constexpr const char* kTileMapInput = "tile_map";
+std::int32_t* given_tile_map(const RefMap& in, const KernelArgs& a, int bm);
 
 constexpr int kSplits[] = {1, 2, 3, 4, 6, 8};
 // 1: consecutive CTAs share an M-tile (activations) and sweep N; G > 1: they sweep G M-tiles
@@ -166,6 +183,14 @@ Params config_params(const Config& c);
 std::string invalid_reason(const GmmSpec& s, const Config& c, const DeviceInfo& dev);
 // Workspace for the tile map and split-K's partials, sized for the most rows the problem can have.
 std::size_t workspace_bytes(const GmmSpec& s, const Config& c);
+// Down folds combine when the call brings kFoldInputs (the slots' rows and weights, the per-N-tile
+// counters, zeroed) and kFoldOutput: bind_fold points a.fold at them (checked, and refused where
+// fold_invalid_reason says so) and says whether it did. Then split-K's finalize is not launched.
+inline constexpr const char* kFoldInputs[] = {"fold_dst", "fold_weights", "fold_done"};
+inline constexpr const char* kFoldOutput = "fold_out";
+bool bind_fold(KernelArgs& a, const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out);
+// Why a stage with config c cannot fold combine (empty: it can).
+std::string fold_invalid_reason(const GmmSpec& s, const Config& c);
 // One config's launches for one problem and row count: every runtime query is made here.
 struct Plan : LaunchPlan {
   GmmSpec spec;                         // the problem and config it was planned for: a planned

@@ -20,6 +20,7 @@ PlannedLaunch plan(const KernelArgs& a) {
   PlannedLaunch p;
   p.func = reinterpret_cast<const void*>(&gmm_finalize_kernel<UP, BF16, FN>);
   p.launch = &launch_with_args;
+  p.finalize = true;
   p.grid = static_cast<unsigned>(std::min<long long>((pairs + 255) / 256, 8ll * std::max(a.sm_count, 1)));
   p.threads = 256;
   return p;
@@ -33,6 +34,7 @@ PlannedLaunch plan_map(const KernelArgs& a) {
   p.grid = 1;
   p.threads = kScheduleThreads;
   p.smem = schedule_smem_bytes(a.experts);
+  p.schedule = true;
   if (p.smem > 48 * 1024) throw Error("gmm: the tile map's schedule kernel needs " + std::to_string(p.smem) +
                                       " bytes of shared memory for " + std::to_string(a.experts) + " experts");
   return p;

@@ -34,6 +34,7 @@ GMM_DEVICE int rem_fast(int n, int q, int neg_d) { return n + q * neg_d; }
 }  // namespace moe::gmm::GMM_KERNEL_NAMESPACE
 
 #include "gmm/mma/cuda_tile_map.cuh"
+#include "gmm/mma/combine_fold.cuh"
 #include "gmm/expert_fn.cuh"
 
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
@@ -212,6 +213,7 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
     }
     chunks(1, B_CHUNKS);
   }
+  std::uint32_t fold_mine = 0;  // down folding combine: the N-tiles this CTA finished last (combine_fold.cuh)
   for (int t = static_cast<int>(block_x());; t += static_cast<int>(grid_x())) {
     int s, nt, row0, row_end, kt0, n, e = 0;
     bool tail;
@@ -427,12 +429,15 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
           }
         }
       }
-    sync_threads();  // the next tile's prologue overwrites the stages
+    // The next tile's prologue overwrites the stages; a decode down may fold combine (counted here).
+    if constexpr (UP || !DECODE) sync_threads();
+    else end_down_tile(p, nt, total_m, fold_mine);
     if constexpr (DECODE) {
       if (!find_tile(t + static_cast<int>(grid_x()), next)) break;
       decode_weights(next)(0, B_CHUNKS);
     }
   }
+  if constexpr (!UP && DECODE) fold_tail<BF16, THREADS>(p, BN, fold_mine);
 }
 
 // Split-K's second pass: the partial sums of every split, added in split order (the result

@@ -73,7 +73,8 @@ void count_kernels(KindPlan<Args>& p) {
 }
 
 // A call: planned (or planned now, when there is no plan or it was made for other rows), its
-// tensors bound into a copy of the planned arguments, its launches issued on `stream`.
+// tensors bound into a copy of the planned arguments, its launches issued on `stream` (all but the
+// schedule kernel when the call brings its tile map, and split-K's finalize when down folds combine).
 template <class Args, class Plan, class Bind, class Launch>
 void run_kind(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out, void* workspace,
               std::size_t ws_bytes, void* stream, const KindPlan<Args>* planned, Plan&& plan, Bind&& bind,
@@ -87,7 +88,11 @@ void run_kind(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap&
   if (R == 0) return;
   Args a = planned->args;
   bind(a, s, c, in, out, workspace, ws_bytes);
-  for (const PlannedLaunch& l : planned->launches) launch(l, a, stream);
+  std::int32_t* map = given_tile_map(in, a.b, c.shape.bm);
+  if (map) a.b.tile_map = map;
+  const bool fold = bind_fold(a.b, s, c, in, out);
+  for (const PlannedLaunch& l : planned->launches)
+    if (!(map && l.schedule) && !(fold && l.finalize)) launch(l, a, stream);
 }
 
 }  // namespace moe::gmm::cuda

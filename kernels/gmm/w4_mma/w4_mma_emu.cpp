@@ -65,12 +65,8 @@ void run_w4_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const
   const long long grid = std::min(bound * a.b.n_tiles * a.b.split, max_ctas > 0 ? max_ctas : sms);
   const bool fn = !s.plain_expert_fn();
   const W4Kernel k = tile->k[fn ? 1 : 0][s.down ? 1 : 0][s.wq == WeightFormat::mxfp4 ? 1 : 0];
-  const auto schedule = c.shape.bm == 16   ? &emulated::gmm_schedule_kernel<16>
-                        : c.shape.bm == 32 ? &emulated::gmm_schedule_kernel<32>
-                        : c.shape.bm == 64 ? &emulated::gmm_schedule_kernel<64>
-                                           : &emulated::gmm_schedule_kernel<128>;
-  emu_launch("gmm_schedule_kernel", 1, cuda::kScheduleThreads, cuda::schedule_smem_bytes(a.b.experts),
-             [&] { schedule(a.b); });
+  run_schedule(a.b, c.shape.bm, in);
+  const bool fold = cuda::bind_fold(a.b, s, c, in, out);
   if (a.b.fn.pad_rows) run_pad_rows(a.b, sms);
   emu_launch("gmm_w4_mma_kernel", grid, c.shape.threads(), w4_mma::smem_bytes(c.shape), [&] {
     simt::ptx::cp_async_reset();
@@ -78,7 +74,7 @@ void run_w4_mma(const GmmSpec& s, const cuda::Config& c, const RefMap& in, const
   });
   const std::string broken = cuda::map_status_error(a.b.tile_map, a.b.map_tiles);
   if (!broken.empty()) throw Error(broken);
-  if (c.split > 1) {
+  if (c.split > 1 && !fold) {
     const long long pairs = static_cast<long long>(a.b.rows) * (a.b.n_out / 2);
     const auto fin = fn ? (s.down ? &emulated::gmm_finalize_kernel<false, true, true> : &emulated::gmm_finalize_kernel<true, true, true>)
                         : (s.down ? &emulated::gmm_finalize_kernel<false, true> : &emulated::gmm_finalize_kernel<true, true>);

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "common/emu_backend.hpp"
+#include "gmm/emu.hpp"
+#include "gmm/family.hpp"
 #include "layer/front.hpp"
 #include "layer/stages.hpp"
 #include "moe/cuda_device.hpp"
@@ -91,6 +93,9 @@ TensorMap front_outputs(const Params& L) {
   o["dst"] = Tensor(moe::DType::i32, {T * K});
   o["x_sorted"] = Tensor(fp8 ? moe::DType::e4m3 : act, {R, D});
   if (fp8) o["x_scale"] = Tensor(moe::DType::f32, {R, D / 128});
+  const auto map = static_cast<std::int64_t>(moe::gmm_tile_map_bytes(R, 16, El) / 4);
+  o["up_map"] = Tensor(moe::DType::i32, {map});
+  o["down_map"] = Tensor(moe::DType::i32, {map});
   for (auto& [k, t] : o) moe::poison_host(t.ref());
   return o;
 }
@@ -104,9 +109,25 @@ Tensor first_rows(const Tensor& t, std::int64_t n) {
   return r;
 }
 
+// The tile map gmm's schedule kernel writes from `offsets` for block_m bm (emulated), against
+// the one the front wrote for the same block_m: entry for entry, the status entry too.
+void check_map(const Tensor& front_map, const Tensor& offsets, std::int64_t rows, int bm, const std::string& what) {
+  moe::gmm::cuda::KernelArgs a;
+  a.offsets = offsets.data<std::int32_t>();
+  a.rows = static_cast<int>(rows);
+  a.experts = static_cast<int>(offsets.numel() - 1);
+  a.map_tiles = static_cast<int>((rows + bm - 1) / bm + a.experts);
+  std::vector<std::int32_t> own(4 * static_cast<std::size_t>(a.map_tiles + 1), -77);
+  a.tile_map = own.data();
+  moe::gmm::emu::run_schedule(a, bm, {});
+  for (std::size_t i = 0; i < own.size(); ++i)
+    ASSERT_EQ(front_map.data<std::int32_t>()[i], own[i]) << what << " block_m=" << bm << " map int " << i;
+}
+
 // Runs the front under the emulator and checks it against the router's and dispatch's
-// references: the router's on the logits, dispatch's on the ids the front chose.
-void check_front(const Params& given, std::int64_t ctas, std::uint64_t seed) {
+// references: the router's on the logits, dispatch's on the ids the front chose; and the tile
+// maps it writes for the gmm stages (block_m map_bm) against the schedule kernel's.
+void check_front(const Params& given, std::int64_t ctas, std::uint64_t seed, std::array<int, 2> map_bm = {16, 16}) {
   const auto p = prepared(given, seed);
   const Params& L = p.problem;
   const std::string what = L.str() + " ctas=" + std::to_string(ctas);
@@ -114,7 +135,9 @@ void check_front(const Params& given, std::int64_t ctas, std::uint64_t seed) {
   for (const char* k : {"logits", "x", "bias"})
     if (p.inputs.count(k)) in[k] = Tensor::borrow(p.inputs.at(k));
   TensorMap out = front_outputs(L);
-  moe::run_front(moe::Backend::emu, L, decode_config(ctas), moe::refs(in), moe::refs(out), moe::LaunchContext{});
+  moe::run_front(moe::Backend::emu, L, decode_config(ctas), moe::refs(in), moe::refs(out), moe::LaunchContext{}, map_bm);
+  check_map(out.at("up_map"), out.at("offsets"), out.at("src").numel(), map_bm[0], what + " up");
+  check_map(out.at("down_map"), out.at("offsets"), out.at("src").numel(), map_bm[1], what + " down");
 
   const auto st = moe::layer_stages(L);
   const moe::FamilyDesc& router = moe::family("router");
@@ -154,9 +177,9 @@ TEST(LayerDecode, FrontMatchesTheRouterAndDispatchReferences) {
   std::uint64_t seed = 3;
   for (std::int64_t T : {1, 5, 16, 64})
     for (const char* dtype : {"bf16", "fp8"}) {
-      check_front(plain(T, dtype), 1, ++seed);
-      check_front(deepseek_like(T, dtype), T == 16 ? 3 : 1, ++seed);
-      check_front(ep_slice(T, dtype), 2, ++seed);
+      check_front(plain(T, dtype), 1, ++seed, {16, 32});
+      check_front(deepseek_like(T, dtype), T == 16 ? 3 : 1, ++seed, {64, 16});
+      check_front(ep_slice(T, dtype), 2, ++seed, {128, 32});
     }
 }
 
@@ -194,26 +217,115 @@ TEST(LayerDecode, KernelsPerCallByPath) {
     EXPECT_TRUE(o.validation.ok) << o.validation.summary();
     return o.kernels;
   };
+  // The front writes both gmm stages' tile maps: no schedule kernel on the decode path.
   const V gmm = {"gmm_schedule_kernel", "gmm_mma_kernel"};
   for (std::int64_t T : {1, 16}) {
-    V decode = {"decode front kernel"};
-    decode.insert(decode.end(), gmm.begin(), gmm.end());
-    decode.insert(decode.end(), gmm.begin(), gmm.end());
-    decode.push_back("combine_kernel");
+    const V decode = {"decode front kernel", "gmm_mma_kernel", "gmm_mma_kernel", "combine_kernel"};
     EXPECT_EQ(kernels(plain(T, "bf16"), "decode"), decode) << T;
     V stages = {"router kernel", "align_single_kernel", "gather (row order)"};
-    stages.insert(stages.end(), decode.begin() + 1, decode.end());
+    stages.insert(stages.end(), gmm.begin(), gmm.end());
+    stages.insert(stages.end(), gmm.begin(), gmm.end());
+    stages.push_back("combine_kernel");
     EXPECT_EQ(kernels(plain(T, "bf16"), "stages"), stages) << T;
   }
   Params oss = plain(2, "mxfp4");
   oss.set("intermediate", std::int64_t{64}).set("activation", std::string("swiglu_oai"));
   oss.set("w13_layout", std::string("interleaved")).set("bias13", std::int64_t{1}).set("bias2", std::int64_t{1});
-  const V w4 = {"gmm_schedule_kernel", "gmm_pad_rows_kernel", "gmm_w4_mma_kernel"};
-  V oss_decode = {"decode front kernel"};
-  oss_decode.insert(oss_decode.end(), w4.begin(), w4.end());
-  oss_decode.insert(oss_decode.end(), w4.begin(), w4.end());
-  oss_decode.push_back("combine_kernel");
+  const V oss_decode = {"decode front kernel", "gmm_pad_rows_kernel", "gmm_w4_mma_kernel",
+                        "gmm_pad_rows_kernel", "gmm_w4_mma_kernel",   "combine_kernel"};
   EXPECT_EQ(kernels(oss, "decode"), oss_decode);
+}
+
+// Combine folded into down (fold_combine=1): the layer's output bit for bit what the decode path
+// with combine as its own kernel gives, on the same inputs, for every kind of down kernel: bf16
+// and f16 mma, fp8 (both scale formats), a biased down (the expert-function kernel); split-K
+// (whose finalize the fold replaces), an EP slice, a shared expert. And one kernel fewer.
+TEST(LayerDecode, FoldedCombineGivesCombinesBits) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  // A biased down (bf16: the mma kernel with the expert function).
+  Params biased = plain(3, "bf16");
+  biased.set("bias2", std::int64_t{1});
+  struct Case {
+    Params L;
+    std::string down;  // the gmm_down stage's config ("auto": the default)
+  };
+  const std::vector<Case> cases = {
+      {plain(1, "bf16"), "auto"},
+      {plain(16, "bf16"), "split_k=2"},
+      {plain(5, "f16").set("intermediate", std::int64_t{192}), "split_k=3"},
+      {deepseek_like(16, "bf16"), "auto"},
+      {ep_slice(5, "bf16"), "split_k=2"},
+      {deepseek_like(5, "fp8"), "auto"},
+      {deepseek_like(1, "fp8").set("scale_fmt", std::string("ue8m0")).set("intermediate", std::int64_t{256}), "split_k=2"},
+      {ep_slice(16, "fp8").set("intermediate", std::int64_t{512}), "split_k=4"},
+      {biased, "auto"},
+  };
+  std::uint64_t seed = 300;
+  for (const Case& c : cases) {
+    const auto p = prepared(c.L, ++seed);
+    const std::string what = p.problem.str() + " gmm_down=" + c.down;
+    std::vector<std::string> kernels[2];
+    moe::tuner::Outcome run[2];
+    Tensor* out[2];
+    for (int fold : {0, 1}) {
+      Params cfg = decode_config(0);
+      cfg.set("fold_combine", std::int64_t{fold}).set("gmm_down", c.down);
+      run[fold] = moe::tuner::run_emu(p, moe::tuner::complete_config(f, moe::Backend::emu, p.problem, cfg,
+                                                                     moe::emu_device_info()));
+      ASSERT_TRUE(run[fold].validation.ok) << what << " fold " << fold << ": " << run[fold].validation.summary();
+      kernels[fold] = run[fold].kernels;
+      out[fold] = &run[fold].outputs.at("out");
+    }
+    ASSERT_EQ(out[0]->nbytes(), out[1]->nbytes()) << what;
+    for (std::size_t i = 0; i < out[0]->nbytes() / 2; ++i)
+      ASSERT_EQ(static_cast<const std::uint16_t*>(out[0]->raw())[i], static_cast<const std::uint16_t*>(out[1]->raw())[i])
+          << what << " out element " << i;
+    // Folded: no combine, and no split-K finalize (the fold sums the splits).
+    std::vector<std::string> want;
+    for (std::size_t i = 0; i < kernels[0].size(); ++i) {
+      const bool down_finalize = kernels[0][i] == "gmm_finalize_kernel" && i + 1 == kernels[0].size() - 1;
+      if (kernels[0][i] != "combine_kernel" && !down_finalize) want.push_back(kernels[0][i]);
+    }
+    EXPECT_EQ(kernels[1], want) << what;
+    EXPECT_EQ(kernels[0].back(), "combine_kernel") << what;
+  }
+}
+
+// At decode a bf16 layer is three kernels when combine is folded into down.
+TEST(LayerDecode, ThreeKernelsPerCallWithTheFold) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  for (std::int64_t T : {1, 16})
+    for (const char* dtype : {"bf16", "fp8"}) {
+      const auto p = prepared(plain(T, dtype), 90 + T);
+      const auto o = moe::tuner::run_emu(p, moe::tuner::complete_config(f, moe::Backend::emu, p.problem,
+                                                                        decode_config(0).set("fold_combine", std::int64_t{1}),
+                                                                        moe::emu_device_info()));
+      EXPECT_TRUE(o.validation.ok) << o.validation.summary();
+      const std::string k = std::string("fp8") == dtype ? "gmm_fp8_mma_kernel" : "gmm_mma_kernel";
+      EXPECT_EQ(o.kernels, (std::vector<std::string>{"decode front kernel", k, k})) << T << " " << dtype;
+    }
+}
+
+TEST(LayerDecode, FoldInvalidWithAReason) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  const moe::DeviceInfo h100 = moe::emu_device_info();
+  const auto& emu = f.need_backend(moe::Backend::emu);
+  const auto problem = [&](Params L) { return moe::complete(f.problem_params, L, "moe-layer"); };
+  Params stages = decode_config(0).set("fold_combine", std::int64_t{1});
+  stages.set("path", std::string("stages"));
+  const std::string path = emu.invalid_reason(problem(plain(4, "bf16")), stages, h100);
+  EXPECT_NE(path.find("use path=decode"), std::string::npos) << path;
+  // A biased down sums its bias in split-K's finalize, which the fold does not run.
+  const Params biased = plain(3, "bf16").set("bias2", std::int64_t{1});
+  const Params fold = decode_config(0).set("fold_combine", std::int64_t{1});
+  const std::string bias = emu.invalid_reason(problem(biased), Params(fold).set("gmm_down", std::string("split_k=2")), h100);
+  EXPECT_NE(bias.find("split_k=1 with a biased down"), std::string::npos) << bias;
+  EXPECT_EQ(emu.invalid_reason(problem(biased), fold, h100), "");
+  // Only the 16-row tiles carry the fold, and no 4-bit kernel does.
+  const std::string tall = emu.invalid_reason(problem(plain(3, "bf16")), Params(fold).set("gmm_down", std::string("block_m=32;block_n=128;warps_m=1;warps_n=4;stages=4")), h100);
+  EXPECT_NE(tall.find("use block_m=16"), std::string::npos) << tall;
+  const std::string w4 = emu.invalid_reason(problem(plain(3, "mxfp4").set("intermediate", std::int64_t{64})), fold, h100);
+  EXPECT_NE(w4.find("4-bit kernels do not fold"), std::string::npos) << w4;
 }
 
 TEST(LayerDecode, InvalidWithAReasonWhereTheFrontCannotRun) {
@@ -237,19 +349,22 @@ TEST(LayerDecode, InvalidWithAReasonWhereTheFrontCannotRun) {
   EXPECT_EQ(emu.invalid_reason(problem(deepseek_like(65, "bf16")), stages, h100), "");
 }
 
-TEST(LayerDecode, TheLayerSpaceOffersBothPaths) {
+TEST(LayerDecode, TheLayerSpaceOffersBothPathsAndTheFold) {
   const moe::FamilyDesc& f = moe::family("moe-layer");
   const Params L = moe::complete(f.problem_params, deepseek_like(8, "bf16"), "moe-layer");
-  int decode = 0;
+  int decode = 0, folded = 0;
   for (const Params& c : f.need_backend(moe::Backend::emu).space(L, moe::emu_device_info(), false))
-    decode += moe::decode_path(c);
-  EXPECT_EQ(decode, 1);
+    decode += moe::decode_path(c), folded += moe::fold_combine(c);
+  EXPECT_EQ(decode, 2);
+  EXPECT_EQ(folded, 1);
   if (const moe::BackendImpl* cuda = f.backend(moe::Backend::cuda)) {
     int with_pdl = 0, n = 0;
+    folded = 0;
     for (const Params& c : cuda->space(L, moe::emu_device_info(), false))
-      if (moe::decode_path(c)) ++n, with_pdl += c.i("pdl") == 1;
-    EXPECT_EQ(n, 2);
-    EXPECT_EQ(with_pdl, 1);
+      if (moe::decode_path(c)) ++n, with_pdl += c.i("pdl") == 1, folded += moe::fold_combine(c);
+    EXPECT_EQ(n, 4);
+    EXPECT_EQ(with_pdl, 2);
+    EXPECT_EQ(folded, 2);
   }
   // Past 64 tokens only the stages remain.
   const Params big = moe::complete(f.problem_params, deepseek_like(65, "bf16"), "moe-layer");
