@@ -9,8 +9,8 @@
 
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 
-// What the fold reads: KernelArgs' fields, passed one by one to the out-of-line fold (a struct
-// would be copied through local memory).
+// What the fold reads of KernelArgs, gathered from fold_walk's scalar arguments (a form kept from
+// an out-of-line version, under which a struct argument went through local memory).
 struct FoldView {
   const std::int32_t* dst;
   const float* weights;
