@@ -56,28 +56,20 @@ std::int64_t K_of(const Params& p) { return p.i("topk") + p.i("shared"); }
 // The local experts' count: the layer holds only their weights and offsets.
 std::int64_t El_of(const Params& p) { return layer_experts(p).count(); }
 
-// The intermediates between stages, sized for the worst-case row count; the decode path's tile
-// maps (the front writes them for the gmm stages) for the tallest map, of 16-row tiles, and the
-// counters of a down that folds combine, for its narrowest N-tiles.
+// The intermediates between stages, sized for the worst-case row count; the decode path's tile maps
+// (the front writes them) for 16-row tiles, and a folding down's counters for its narrowest N-tiles.
 std::vector<TensorSpec> intermediates(const Params& L) {
   const std::int64_t T = L.i("tokens"), K = K_of(L), El = El_of(L), R = layer_max_rows(L);
   const std::int64_t D = L.i("hidden"), I = L.i("intermediate");
   const std::int64_t map = static_cast<std::int64_t>(gmm_tile_map_bytes(R, 16, El) / 4);
-  std::vector<TensorSpec> v;
-  if (is_fp8(L))
-    v = {{"weights", DType::f32, {T, K}, ""},   {"ids", DType::i32, {T, K}, ""},
-         {"offsets", DType::i32, {El + 1}, ""}, {"src", DType::i32, {R}, ""},
-         {"dst", DType::i32, {T * K}, ""},      {"x_sorted", DType::e4m3, {R, D}, ""},
-         {"x_scale", DType::f32, {R, D / 128}, ""}, {"h", DType::e4m3, {R, I}, ""},
-         {"h_scale", DType::f32, {R, I / 128}, ""}, {"y_sorted", DType::bf16, {R, D}, ""}};
-  else
-    v = {{"weights", DType::f32, {T, K}, ""}, {"ids", DType::i32, {T, K}, ""},
-         {"offsets", DType::i32, {El + 1}, ""}, {"src", DType::i32, {R}, ""},
-         {"dst", DType::i32, {T * K}, ""},      {"x_sorted", act_dtype(L), {R, D}, ""},
-         {"h", act_dtype(L), {R, I}, ""},       {"y_sorted", act_dtype(L), {R, D}, ""}};
-  v.push_back({"up_map", DType::i32, {map}, ""});
-  v.push_back({"down_map", DType::i32, {map}, ""});
-  v.push_back({"down_done", DType::i32, {(D + 15) / 16}, ""});  // a counter per N-tile of down, when it folds combine
+  const DType xs = is_fp8(L) ? DType::e4m3 : act_dtype(L), y = is_fp8(L) ? DType::bf16 : act_dtype(L);
+  std::vector<TensorSpec> v = {{"weights", DType::f32, {T, K}, ""}, {"ids", DType::i32, {T, K}, ""},
+                               {"offsets", DType::i32, {El + 1}, ""}, {"src", DType::i32, {R}, ""},
+                               {"dst", DType::i32, {T * K}, ""},      {"x_sorted", xs, {R, D}, ""},
+                               {"h", xs, {R, I}, ""},                 {"y_sorted", y, {R, D}, ""}};
+  if (is_fp8(L)) v.insert(v.end(), {{"x_scale", DType::f32, {R, D / 128}, ""}, {"h_scale", DType::f32, {R, I / 128}, ""}});
+  v.insert(v.end(), {{"up_map", DType::i32, {map}, ""}, {"down_map", DType::i32, {map}, ""},
+                     {"down_done", DType::i32, {(D + 15) / 16}, ""}});
   return v;
 }
 
@@ -162,9 +154,8 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
     if (L.b("bias")) front_in["bias"] = need(all, "bias");
     if (is_fp8(L)) front_out["x_scale"] = need(all, "x_scale");
     for (int j = 0; j < 2; ++j) map_bm[j] = gmm_tile_map_block_m(resolved->choices[2 + j].config);
-    front_out["up_map"] = need(all, "up_map");
-    front_out["down_map"] = need(all, "down_map");
-    if (fold) front_out["fold_done"] = need(all, "down_done");
+    front_out["up_map"] = all.at("up_map"), front_out["down_map"] = all.at("down_map");
+    if (fold) front_out["fold_done"] = all.at("down_done");
     run_front(b, L, config, front_in, front_out, stage_ctx, map_bm);
   }
   // A folding down writes out itself: combine, the last stage, is not run.
@@ -182,12 +173,9 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
     else if (s.name == "gmm_up") so = pick(all, {"h"});
     else if (s.name == "gmm_down") so = pick(all, {"y_sorted"});
     else so = pick(all, {"out"});
-    if (s.name == "gmm_down" && fold) {
-      si["fold_dst"] = need(all, "dst");
-      si["fold_weights"] = need(all, "weights");
-      si["fold_done"] = need(all, "down_done");
-      so["fold_out"] = need(all, "out");
-    }
+    if (s.name == "gmm_down" && fold)
+      si["fold_dst"] = all.at("dst"), si["fold_weights"] = all.at("weights"), si["fold_done"] = all.at("down_done"),
+      so["fold_out"] = all.at("out");
     stage_ctx.plan = planned ? planned->stages[i].get() : nullptr;
     f.need_backend(b).run(s.problem, resolved->choices[i].config, si, so, stage_ctx);
   }
@@ -211,13 +199,9 @@ BackendImpl layer_backend(Backend b) {
   impl.space = [b](const Params& L, const DeviceInfo& dev, bool) {
     std::vector<Params> v = {auto_config(1)};
     if (b == Backend::cuda) v.push_back(auto_config(0));
-    // The decode path with and without combine folded into down (invalid, with the reason, where
-    // down's chosen kernel cannot fold).
-    if (b != Backend::cpu && front_invalid_reason(b, L, dev).empty())
-      for (std::int64_t fold : {0, 1}) {
-        v.push_back(auto_config(1, "decode", fold));
-        if (b == Backend::cuda) v.push_back(auto_config(0, "decode", fold));
-      }
+    // The decode path with and without the fold (invalid, with the reason, where down cannot fold).
+    for (std::int64_t fold = 0; fold < 2 && b != Backend::cpu && front_invalid_reason(b, L, dev).empty(); ++fold)
+      for (std::int64_t pdl = 1; pdl >= (b == Backend::cuda ? 0 : 1); --pdl) v.push_back(auto_config(pdl, "decode", fold));
     return v;
   };
   impl.default_config = [](const Params&, const DeviceInfo&) { return auto_config(); };
@@ -227,14 +211,13 @@ BackendImpl layer_backend(Backend b) {
     // quietly to the default, and checking a config prints no warning about a missing table.
     try {
       const bool decode = decode_path(c);
-      if (decode)
-        if (std::string why = front_invalid_reason(b, L, dev); !why.empty()) return why;
+      if (std::string why = decode ? front_invalid_reason(b, L, dev) : ""; !why.empty()) return why;
       if (c.has("fold_combine") && c.i("fold_combine") == 1 && !decode)
         return "fold_combine=1 folds combine into the decode path's gmm down: use path=decode";
       const ResolvedLayer r = resolve_layer(b, L, c, dev, {}, true);
-      if (fold_combine(c))
-        if (std::string why = gmm_fold_combine_invalid(r.stages[3].problem, r.choices[3].config); !why.empty())
-          return "fold_combine=1: stage gmm_down: " + why;
+      if (std::string why = fold_combine(c) ? gmm_fold_combine_invalid(r.stages[3].problem, r.choices[3].config) : "";
+          !why.empty())
+        return "fold_combine=1: stage gmm_down: " + why;
       // A stage's default may be a config its kernels cannot run for this problem (the cuda gmm
       // kernels and gpt-oss's expert function): the layer is invalid for the stage's reason.
       for (std::size_t i = decode ? 2 : 0; i < r.stages.size(); ++i) {
