@@ -71,7 +71,11 @@ inline AsyncCopies& cp_async_state() {
   static std::vector<AsyncCopies> v(kMaxThreads);
   return v[static_cast<std::size_t>(thread())];
 }
-inline void cp_async_reset() { cp_async_state() = {}; }
+inline std::vector<char>& waited_flags();
+inline void cp_async_reset() {
+  cp_async_state() = {};
+  waited_flags()[static_cast<std::size_t>(thread())] = 0;
+}
 
 inline void cp_async(std::uint32_t dst, const void* src, bool valid, std::size_t bytes) {
   if (dst % bytes != 0 || dst + bytes > dynamic_smem_size()) fault("cp.async to a misaligned or out-of-range shared address");
@@ -145,8 +149,36 @@ void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, 
 
 // The emulator runs each grid to completion before the next starts, so a kernel's predecessor
 // is always done and visible: the wait has nothing to wait for and the trigger nothing to start.
-inline void griddepcontrol_wait() {}
+// What the emulator does track: whether this thread has waited, so that a test can tell what a
+// kernel read ahead of its wait (the L2 prefetches below). A launch body's cp_async_reset() clears it.
+inline std::vector<char>& waited_flags() {
+  static std::vector<char> v(kMaxThreads);
+  return v;
+}
+inline void griddepcontrol_wait() { waited_flags()[static_cast<std::size_t>(thread())] = 1; }
 inline void griddepcontrol_launch_dependents() {}
+
+// ---- cp.async.bulk.prefetch.L2.global
+
+// Nothing is copied (L2 holds what memory holds), but the operands are checked as a GPU checks
+// them, and while a test keeps a log each prefetch is recorded: which CTA sent which bytes, and
+// whether before its thread's wait.
+struct L2Prefetch {
+  const unsigned char* p;
+  std::uint32_t bytes;
+  long long block;
+  bool after_wait;
+};
+inline std::vector<L2Prefetch>*& l2_prefetch_log() {
+  static std::vector<L2Prefetch>* log = nullptr;
+  return log;
+}
+inline void prefetch_l2(const void* p, std::uint32_t bytes) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 || bytes % 16 || bytes == 0)
+    fault("cp.async.bulk.prefetch.L2 of a misaligned address or a size not a positive multiple of 16");
+  if (auto* log = l2_prefetch_log())
+    log->push_back({static_cast<const unsigned char*>(p), bytes, block(), waited_flags()[static_cast<std::size_t>(thread())] != 0});
+}
 
 // ---- vector memory accesses: the alignment a GPU faults on
 

@@ -105,17 +105,23 @@ std::size_t map_bytes(std::int64_t rows, int bm, std::int64_t experts) {
   return static_cast<std::size_t>((rows + bm - 1) / bm + experts + 1) * 16;
 }
 
-std::int32_t* given_tile_map(const RefMap& in, const KernelArgs& a, int bm) {
-  const auto it = in.find(kTileMapInput);
-  if (it == in.end()) return nullptr;
+bool bind_given_tile_map(const RefMap& in, KernelArgs& a, int bm) {
+  const auto plain = in.find(kTileMapInput), early = in.find(kEarlyTileMapInput);
+  if (plain != in.end() && early != in.end())
+    throw Error(std::string("gmm cuda: inputs ") + kTileMapInput + " and " + kEarlyTileMapInput +
+                " both given: pass the call's tile map once");
+  const auto it = plain != in.end() ? plain : early;
+  if (it == in.end()) return false;
   const TensorRef& m = it->second;
   const std::size_t want = map_bytes(a.rows, bm, a.experts);
   if (m.dtype != DType::i32 || m.nbytes() < want)
     throw Error("gmm cuda: the given tile map holds " + std::to_string(m.nbytes()) + " bytes of " +
                 std::string(dtype_name(m.dtype)) + ", block_m=" + std::to_string(bm) + " over " + std::to_string(a.rows) +
                 " rows needs " + std::to_string(want) + " of int32");
-  require_aligned(m.data, 16, "cuda", kTileMapInput, "the tile map is read 16 bytes at a time");
-  return static_cast<std::int32_t*>(m.data);
+  require_aligned(m.data, 16, "cuda", it->first.c_str(), "the tile map is read 16 bytes at a time");
+  a.tile_map = static_cast<std::int32_t*>(m.data);
+  a.map_early = it == early ? 1 : 0;
+  return true;
 }
 
 std::string map_status_error(const std::int32_t* tile_map, int map_tiles) {
@@ -240,8 +246,7 @@ void run(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap& out,
   if (R == 0) return;
   KernelArgs a = planned->args;
   bind_tensors(a, s, c, in, out, workspace, ws_bytes);
-  std::int32_t* map = given_tile_map(in, a, c.shape.bm);
-  if (map) a.tile_map = map;
+  const bool map = bind_given_tile_map(in, a, c.shape.bm);
   const bool fold = bind_fold(a, s, c, in, out);
   for (const PlannedLaunch& l : planned->launches)
     if (!(map && l.schedule) && !(fold && l.finalize)) launch_planned(l, a, stream);

@@ -101,6 +101,23 @@ GMM_DEVICE void load_i32x4(const std::int32_t* p, int& a, int& b, int& c, int& d
   c = v.z;
   d = v.w;
 }
+// A map entry read before the PDL wait (prefetch_first_tile): a strong load at gpu scope, never
+// an L1 line of the previous call's map, and not a non-coherent load ptxas may move.
+GMM_DEVICE void load_relaxed_i32x4(const std::int32_t* p, int& a, int& b, int& c, int& d) {
+  asm volatile("ld.relaxed.gpu.global.v4.s32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
+               : "l"(p)
+               : "memory");
+}
+// `bytes` (a multiple of 16, from a 16-byte aligned address) fetched into L2 by the copy engine,
+// nothing waited for. Before Hopper there is no bulk prefetch: nothing is sent.
+GMM_DEVICE void prefetch_l2(const void* p, std::uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+#else
+  (void)p, (void)bytes;
+#endif
+}
 GMM_DEVICE void store_i32x4(std::int32_t* p, int a, int b, int c, int d) {
   *reinterpret_cast<int4*>(p) = make_int4(a, b, c, d);
 }

@@ -133,10 +133,7 @@ std::vector<cuda::TileShape> emulated_tiles() {
 }
 
 void run_schedule(cuda::KernelArgs& a, int bm, const RefMap& in) {
-  if (std::int32_t* map = cuda::given_tile_map(in, a, bm)) {
-    a.tile_map = map;
-    return;
-  }
+  if (cuda::bind_given_tile_map(in, a, bm)) return;
   const Kernel schedule = bm == 16   ? &emulated::gmm_schedule_kernel<16>
                           : bm == 32 ? &emulated::gmm_schedule_kernel<32>
                           : bm == 64 ? &emulated::gmm_schedule_kernel<64>

@@ -102,6 +102,8 @@ inline void load_i32x4(const std::int32_t* p, int& a, int& b, int& c, int& d) {
   c = p[2];
   d = p[3];
 }
+inline void load_relaxed_i32x4(const std::int32_t* p, int& a, int& b, int& c, int& d) { load_i32x4(p, a, b, c, d); }
+inline void prefetch_l2(const void* p, std::uint32_t bytes) { simt::ptx::prefetch_l2(p, bytes); }
 inline void store_i32x4(std::int32_t* p, int a, int b, int c, int d) {
   simt::ptx::need_aligned(p, 16, "16-byte store");
   p[0] = a;

@@ -164,7 +164,8 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
     const FamilyDesc& f = family(s.family);
     RefMap si = stage_inputs(s, all);
     if (const int j = s.name == "gmm_up" ? 0 : s.name == "gmm_down" ? 1 : -1; j >= 0 && map_bm[j] > 0)
-      si["tile_map"] = need(all, j == 0 ? "up_map" : "down_map");
+      // Down's map is two kernels old when down launches: down may read it before its wait.
+      si[j == 0 ? "tile_map" : "early_tile_map"] = need(all, j == 0 ? "up_map" : "down_map");
     RefMap so;
     if (s.name == "router") so = pick(all, {"weights", "ids"});
     else if (s.name == "dispatch" && is_fp8(L)) so = pick(all, {"offsets", "src", "dst", "x_sorted", "x_scale"});

@@ -60,12 +60,15 @@ def ring_loop(insns, tensor_loops, k_loop):
     return {"instructions": n, "tensor": tensor, "non_tensor_per_tensor": round((n - tensor) / tensor, 3)}
 
 
-def first_load(insns):
+def first_load(insns, skip=None):
     """Instructions (in address order) before the kernel's first LDGSTS or UTMALDG: what a CTA
-    executes at most before its first operand load is on its way; None without either."""
+    executes at most before its first operand load is on its way; None without either. `skip`:
+    an index range [a, b) a CTA branches over on the path measured (pdl.early_block: the early
+    prefetch, whose CTAs find their weights in L2 already)."""
+    a, b = skip or (0, 0)
     for k, i in enumerate(insns):
         if base_op(i["op"]) in ("LDGSTS", "UTMALDG"):
-            return sum(1 for j in insns[:k] if work(j["op"]))
+            return sum(1 for n, j in enumerate(insns[:k]) if work(j["op"]) and not a <= n < b)
     return None
 
 

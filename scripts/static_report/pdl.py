@@ -14,6 +14,34 @@ def non_coherent(op):
     return parts[0] == "LDG" and "CONSTANT" in parts[1:]
 
 
+PREFETCH_OP = "UBLKPF"  # cp.async.bulk.prefetch.L2: a read into L2, no data to a register
+
+
+def strong_gpu(op):
+    """A strong load at gpu scope (ld.relaxed.gpu): LDG.E...STRONG.GPU, never an L1 line."""
+    parts = op.split(".")
+    return parts[0] == "LDG" and "STRONG" in parts[1:] and "GPU" in parts[1:]
+
+
+def early_block(insns):
+    """The instructions a kernel runs ahead of its wait only when it reads its map early: the
+    range (first index, end index) skipped by a forward branch laid out before the first ACQBULK
+    that lands at or before it and holds a bulk L2 prefetch. None when the kernel has none."""
+    ops = [base_op(i["op"]) for i in insns]
+    if WAIT_OP not in ops:
+        return None
+    w = ops.index(WAIT_OP)
+    index = {i["addr"]: n for n, i in enumerate(insns)}
+    for n in range(w):
+        i = insns[n]
+        t = i["target"]
+        if ops[n] == "BRA" and i["text"].startswith("@") and t is not None and i["addr"] < t <= insns[w]["addr"]:
+            end = index.get(t)
+            if end is not None and PREFETCH_OP in ops[n + 1:end]:
+                return (n + 1, end)
+    return None
+
+
 def pdl_of(insns):
     """Whether a kernel waits and triggers, the work instructions laid out before its first wait
     (None when it never waits), how many waits it has, which global loads come before the first
@@ -24,7 +52,8 @@ def pdl_of(insns):
     before = sum(1 for i in insns[:first] if work(i["op"])) if waits else None
     early = [f"{i['addr']:04x} {i['op']}" for i in insns[:first] if base_op(i["op"]) in GLOBAL_LOADS] if waits else []
     return {"waits": waits, "triggers": TRIGGER_OP in ops, "before_wait": before, "wait_count": ops.count(WAIT_OP),
-            "loads_before_wait": early, "nc_loads": sum(1 for i in insns if non_coherent(i["op"]))}
+            "loads_before_wait": early, "nc_loads": sum(1 for i in insns if non_coherent(i["op"])),
+            "prefetch_before_wait": ops[:first].count(PREFETCH_OP) if waits else 0}
 
 
 def must_wait(k):
@@ -33,6 +62,15 @@ def must_wait(k):
     if k["family"] in ("router", "dispatch", "combine", "layer"):
         return True
     return k["family"] == "gmm" and k["kind"] != "wgmma"
+
+
+def reads_map_early(k):
+    """The kernels whose tile map may be older than their predecessor (the layer's decode front
+    writes down's; KernelArgs::map_early): the 16-row down tiles of the mma and fp8 kinds. Before
+    their wait they read the map with strong loads and send their first tile's weights to L2."""
+    cfg, var = k.get("config") or {}, k.get("variant") or {}
+    return (k["family"] == "gmm" and k["kind"] in ("mma", "mma-fp8") and cfg.get("block_m") == 16
+            and var.get("stage") == "down")
 
 
 def missing_waits(kernels):
@@ -52,7 +90,16 @@ def missing_waits(kernels):
         if p.get("wait_count", 1) != 1:
             bad.append(f"{who}: {p['wait_count']} griddepcontrol.waits (ACQBULK), must be exactly one: a path "
                        f"with its own wait can load before another path's")
-        if p.get("loads_before_wait"):
+        early_reads = reads_map_early(k)
+        loads = p.get("loads_before_wait") or []
+        if early_reads:
+            # Strong loads of the map (never an L1 copy of the previous call's) may come first.
+            loads = [x for x in loads if not strong_gpu(x.split()[1])]
+            if not p.get("prefetch_before_wait"):
+                bad.append(f"{who}: no bulk L2 prefetch (UBLKPF) before griddepcontrol.wait (ACQBULK): a decode "
+                           f"down tile starts its first tile's weights ahead of the wait when its map is early")
+        if loads:
+            p = dict(p, loads_before_wait=loads)
             bad.append(f"{who}: global loads laid out before griddepcontrol.wait (ACQBULK): "
                        f"{', '.join(p['loads_before_wait'][:4])}: they may read the predecessor's output "
                        f"before it is written")

@@ -11,7 +11,7 @@ from .w4_decode import w4_facts
 from .fp8_wgmma import wgmma_facts
 from .hot_loops import first_load, gmm_loop, memory_loop, vector_loop
 from .occupancy import DEVICES, REG_GRANULE, SMEM_RESERVED, occupancy_of
-from .pdl import pdl_of
+from .pdl import early_block, pdl_of
 from .router_loops import Sources, router_per_row, router_rows
 from .slot_loops import per_slot
 from .sass import base_op, count, loops_of, work
@@ -77,7 +77,7 @@ def kernel_entry(obj, arch, mangled, name, use, launch_bound, insns, static, sou
         e["k_loop"] = gmm_loop(insns, loops)
         if e["kind"] == "wgmma":
             e["wgmma_ops"] = wgmma_facts(insns)
-        e["first_load_after"] = first_load(insns)
+        e["first_load_after"] = first_load(insns, early_block(insns))
         if e["kind"] == "mma-w4":
             e["w4"] = w4_facts(insns, loops, e["config"])
     elif family == "router" and ident:

@@ -408,9 +408,9 @@ TEST(KernelReport, ReadsWhereAKernelWaitsAndGatesOneThatNeverDoes) {
                             &out);
   ASSERT_FALSE(j.is_null()) << out;
   EXPECT_EQ(j["waits"], json({{"waits", true}, {"triggers", true}, {"before_wait", 2}, {"wait_count", 1},
-                              {"loads_before_wait", json::array()}, {"nc_loads", 0}})) << out;
+                              {"loads_before_wait", json::array()}, {"nc_loads", 0}, {"prefetch_before_wait", 0}})) << out;
   EXPECT_EQ(j["never"], json({{"waits", false}, {"triggers", false}, {"before_wait", nullptr}, {"wait_count", 0},
-                              {"loads_before_wait", json::array()}, {"nc_loads", 0}})) << out;
+                              {"loads_before_wait", json::array()}, {"nc_loads", 0}, {"prefetch_before_wait", 0}})) << out;
   // CUTLASS's grouped GEMM is launched without the attribute: it need not wait.
   ASSERT_EQ(j["missing"].size(), 3u) << out;
   for (auto& line : j["missing"]) EXPECT_EQ(line.get<std::string>().find("gmm-wgmma"), std::string::npos) << out;
@@ -440,6 +440,42 @@ TEST(KernelReport, GatesALoadBeforeTheWaitASecondWaitAndNonCoherentLoads) {
   EXPECT_NE(all.find("fixture_reads_ncv): 1 non-coherent loads"), std::string::npos) << all;
   // The early load is non-coherent too: two lines for it, one each for the others.
   EXPECT_EQ(j["bad"].size(), 4u) << all;
+}
+
+// A decode down tile (gmm mma or mma-fp8, block_m 16, stage down) may read its map before the wait
+// with strong loads, and must then send its first tile's weights to L2 there (UBLKPF); any other
+// kernel may not load before the wait, strong or not, and a plain load stays barred for the down
+// tile too. Its first operand load is counted on the path that branches over the early block.
+TEST(KernelReport, ADecodeDownTileReadsItsMapEarlyAndPrefetchesBeforeTheWait) {
+  std::string out;
+  const json j = on_fixture(
+      "pdl.sass",
+      "down = lambda n: {'family': 'gmm', 'kind': 'mma', 'name': n, 'config': {'block_m': 16}, "
+      "'variant': {'stage': 'down'}, 'pdl': k.pdl_of(f[n])}; "
+      "up = lambda n: dict(down(n), variant={'stage': 'up'}); "
+      "ks = [down('_Z17fixture_early_mapv'), down('_Z19fixture_early_no_pfv'), up('_Z17fixture_early_mapv'), "
+      "down('_Z19fixture_loads_earlyv')]; "
+      "from static_report.pdl import early_block; "
+      "e = f['_Z17fixture_early_mapv']; "
+      "print(json.dumps({'pdl': ks[0]['pdl'], 'bad': k.missing_waits(ks), 'block': early_block(e), "
+      "'first': k.first_load(e, early_block(e)), 'first_all': k.first_load(e)}))",
+      &out);
+  ASSERT_FALSE(j.is_null()) << out;
+  EXPECT_EQ(j["pdl"]["prefetch_before_wait"], 1) << out;
+  EXPECT_EQ(j["block"], json::array({3, 6})) << out;
+  EXPECT_EQ(j["first"], 6) << out;  // 9 laid out before the LDGSTS, 3 of them branched over
+  EXPECT_EQ(j["first_all"], 9) << out;
+  std::string all;
+  for (auto& line : j["bad"]) all += line.get<std::string>() + "\n";
+  EXPECT_EQ(all.find("(_Z17fixture_early_mapv): global loads"), all.rfind("(_Z17fixture_early_mapv): global loads")) << all;
+  EXPECT_NE(all.find("(_Z19fixture_early_no_pfv): no bulk L2 prefetch (UBLKPF)"), std::string::npos) << all;
+  EXPECT_EQ(all.find("(_Z19fixture_early_no_pfv): global loads"), std::string::npos) << all;
+  EXPECT_NE(all.find("(_Z17fixture_early_mapv): global loads laid out before griddepcontrol.wait (ACQBULK): 0030 "
+                     "LDG.E.128.STRONG.GPU"), std::string::npos) << all;
+  EXPECT_NE(all.find("(_Z19fixture_loads_earlyv): global loads laid out"), std::string::npos) << all;
+  // The up kernel's strong load, the down tile's missing prefetch, the plain early load (with a
+  // line of its own for being non-coherent, and a missing prefetch: it is a down tile too).
+  EXPECT_EQ(j["bad"].size(), 5u) << all;
 }
 
 TEST(KernelReport, GateFailsWhenAKernelOfTheLayerDoesNotWait) {

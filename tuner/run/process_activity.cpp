@@ -1,9 +1,9 @@
 #include "tuner/run/process_activity.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,8 +15,7 @@ namespace {
 // The fields of a /proc stat file after "pid (comm)", the state first; empty when unreadable.
 // comm may hold spaces and parentheses: it ends at the last ')'.
 std::vector<std::string> stat_fields(const std::string& path) {
-  std::ifstream in(path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_proc_text(path);
   const auto close = text.rfind(')');
   if (close == std::string::npos) return {};
   std::istringstream rest(text.substr(close + 1));
@@ -26,6 +25,18 @@ std::vector<std::string> stat_fields(const std::string& path) {
 }
 
 }  // namespace
+
+// With open/read, not a stream: libstdc++'s filebuf turns a failed read into an exception.
+std::string read_proc_text(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text;
+  char buf[1024];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return n < 0 ? std::string() : text;
+}
 
 ProcessActivity process_activity(pid_t pid) {
   ProcessActivity a;

@@ -4,6 +4,8 @@
 // or deadlocked worker, or kill one still busy building a large problem.
 #include <sys/types.h>
 
+#include <string>
+
 namespace moe::tuner {
 
 struct ProcessActivity {
@@ -14,6 +16,10 @@ struct ProcessActivity {
 };
 
 ProcessActivity process_activity(pid_t pid);
+
+// A /proc file's text; empty when it cannot be opened or read. A process that exits between the
+// open and the read fails the read (ESRCH), and a reading of a dead worker is no error.
+std::string read_proc_text(const std::string& path);
 
 // Activity between two readings: its CPU time grew, or it was busy at the second.
 inline bool shows_life(const ProcessActivity& before, const ProcessActivity& now) {

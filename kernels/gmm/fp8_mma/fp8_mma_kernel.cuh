@@ -55,7 +55,10 @@ GMM_KERNEL(WARPS_N * 32) gmm_fp8_mma_kernel(const fp8_mma::Args p) {
   const int chunk_k = static_cast<int>(static_cast<unsigned>(tid) % CH) * 16;
   // The tile map (the schedule kernel's), the activations and their scales are earlier kernels'
   // outputs, and the workspace's partials may still be read by the previous call's finalize:
-  // wait before all.
+  // wait before all; but a 16-row down tile whose map is older than its predecessor (map_early)
+  // sends its first tile's weights to L2 ahead of the wait.
+  if constexpr (!UP && BM == 16)
+    prefetch_first_tile<BN, THREADS>(p.b, p.weight, p.expert_bytes, static_cast<std::uint32_t>(p.b.k_dim), BK);
   MOE_GRID_DEPENDENCY_WAIT();
   MOE_LAUNCH_DEPENDENTS();
 

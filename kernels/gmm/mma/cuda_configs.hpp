@@ -90,6 +90,11 @@ struct KernelArgs {
     std::int32_t* done = nullptr;       // [n_tiles]
     int tokens = 0, slots = 0;
   } fold;
+  // 1: the tile map was complete before this kernel's predecessor let it launch (the layer's
+  // decode front wrote down's map two kernels back, and every kernel of ours waits before it
+  // triggers), so a 16-row down kernel reads its first entry and sends that tile's weights to L2
+  // before its PDL wait (prefetch_first_tile). 0: the map may be the predecessor's own output.
+  int map_early = 0;
 };
 
 inline void set_k_slices(KernelArgs& a, int bk) {
@@ -164,7 +169,11 @@ std::string map_status_error(const std::int32_t* tile_map, int map_tiles);
 // The tile map a call brings as input kTileMapInput (the layer's decode front writes it, in the
 // schedule kernel's layout, for block_m = bm), checked against a's shape; null when it brings none.
 inline constexpr const char* kTileMapInput = "tile_map";
-std::int32_t* given_tile_map(const RefMap& in, const KernelArgs& a, int bm);
+// The same map, written before the predecessor of this call's first kernel (map_early): the
+// layer gives down its map so. Either input points a.tile_map at the call's map (checked against
+// a's shape) and says whether there was one.
+inline constexpr const char* kEarlyTileMapInput = "early_tile_map";
+bool bind_given_tile_map(const RefMap& in, KernelArgs& a, int bm);
 
 constexpr int kSplits[] = {1, 2, 3, 4, 6, 8};
 // 1: consecutive CTAs share an M-tile (activations) and sweep N; G > 1: they sweep G M-tiles

@@ -144,7 +144,13 @@ GMM_KERNEL(WARPS_M* WARPS_N * 32) gmm_mma_kernel(const KernelArgs p) {
   const std::uint32_t b_frag = smem_u32(smem + A_STAGE + (warp_n * WN + (lane & 7) + ((lane >> 4) << 3)) * LDS +
                                         ((lane >> 3) & 1) * 8);
   // Above: addresses only. The tile map (the schedule kernel's), the offsets and the activations
-  // are earlier kernels' outputs, and which weights to load comes from the map: wait first.
+  // are earlier kernels' outputs, and which weights to load comes from the map: wait first,
+  // unless the map is older than the predecessor (map_early: decode's down sends its first
+  // tile's weights to L2 ahead of the wait).
+  if constexpr (DECODE && !UP)
+    prefetch_first_tile<BN, THREADS>(p, reinterpret_cast<const unsigned char*>(p.weight),
+                                     static_cast<std::size_t>(p.n_w) * static_cast<std::uint32_t>(p.k_dim) * 2,
+                                     static_cast<std::uint32_t>(p.k_dim) * 2, BK * 2);
   MOE_GRID_DEPENDENCY_WAIT();
   MOE_LAUNCH_DEPENDENTS();
   // The tile order: splits vary fastest. Then, in groups of group_m M-tiles: the group's M-tiles

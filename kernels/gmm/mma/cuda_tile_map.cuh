@@ -35,6 +35,38 @@ GMM_DEVICE bool find_decode_tile(const KernelArgs& p, int t, int& total_m, bool 
 // The first K slice of split s (k_per, k_extra: the host's split of them, set_k_slices).
 GMM_DEVICE int first_k_slice(const KernelArgs& p, int s) { return s * p.k_per + min(s, p.k_extra); }
 
+// Before the PDL wait of a 16-row down kernel whose map is the layer front's (map_early): this
+// CTA's first tile, from its map entry, and that tile's share of the weights (its rows, its
+// split's K slices) sent to L2, so the weight stream starts while the predecessor (up) still
+// runs; after the wait the pipeline finds them there. Both are safe to read this early: the
+// weights no kernel writes, and the map was complete before this kernel launched. One bulk
+// prefetch per row segment from lane 0 of each warp (its operands are uniform), or one for the
+// whole tile when the split spans every row's K.
+template <int BN, int THREADS>
+GMM_DEVICE void prefetch_first_tile(const KernelArgs& p, const unsigned char* weight, std::size_t expert_bytes,
+                                    std::uint32_t row_bytes, std::uint32_t slice_bytes) {
+  const int tid = thread_x();
+  if (!p.map_early || (tid & 31) != 0) return;
+  const int t = static_cast<int>(block_x());
+  const int rest = div_fast(t, p.split_div), s = rem_fast(t, rest, p.neg_split);
+  const int mg = div_fast(rest, p.n_tiles_div), nt = rem_fast(rest, mg, p.neg_n_tiles);
+  int e, row0, row_end, total;
+  load_relaxed_i32x4(p.tile_map + 4 * mg, e, row0, row_end, total);
+  if (e < 0) return;  // past the last M-tile (entries past it hold expert -1)
+  const std::uint32_t k0 = static_cast<std::uint32_t>(first_k_slice(p, s)) * slice_bytes;
+  const std::uint32_t k1 =
+      min(k0 + static_cast<std::uint32_t>(p.k_per + (s < p.k_extra ? 1 : 0)) * slice_bytes, row_bytes);
+  const int rows = min(BN, p.n_out - nt * BN);
+  const unsigned char* w = weight + static_cast<std::size_t>(static_cast<std::uint32_t>(e)) * expert_bytes +
+                           static_cast<std::size_t>(nt * BN) * row_bytes;
+  if (k0 == 0 && k1 == row_bytes) {
+    if (tid == 0) prefetch_l2(w, static_cast<std::uint32_t>(rows) * row_bytes);
+    return;
+  }
+#pragma unroll 1
+  for (int r = tid >> 5; r < rows; r += THREADS / 32) prefetch_l2(w + static_cast<std::size_t>(r) * row_bytes + k0, k1 - k0);
+}
+
 // Warp 0 writes prefix[e] = M-tiles of experts before e, prefix[E] = all M-tiles, and returns
 // (in every lane) how many adjacent offsets decrease or leave [0, rows]: offsets a caller made
 // by hand, which the clamps above keep in bounds but whose segments may overlap. Each lane

@@ -88,8 +88,7 @@ void run_kind(const GmmSpec& s, const Config& c, const RefMap& in, const RefMap&
   if (R == 0) return;
   Args a = planned->args;
   bind(a, s, c, in, out, workspace, ws_bytes);
-  std::int32_t* map = given_tile_map(in, a.b, c.shape.bm);
-  if (map) a.b.tile_map = map;
+  const bool map = bind_given_tile_map(in, a.b, c.shape.bm);
   const bool fold = bind_fold(a.b, s, c, in, out);
   for (const PlannedLaunch& l : planned->launches)
     if (!(map && l.schedule) && !(fold && l.finalize)) launch(l, a, stream);

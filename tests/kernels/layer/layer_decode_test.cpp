@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/emu_backend.hpp"
+#include "emu/ptx.hpp"
 #include "gmm/emu.hpp"
 #include "gmm/family.hpp"
 #include "layer/front.hpp"
@@ -289,6 +290,37 @@ TEST(LayerDecode, FoldedCombineGivesCombinesBits) {
     EXPECT_EQ(kernels[1], want) << what;
     EXPECT_EQ(kernels[0].back(), "combine_kernel") << what;
   }
+}
+
+// On the decode path the front writes down's tile map before up runs, and the layer hands it to
+// down as early_tile_map: down's 16-row tiles read it before their wait and send their first
+// tile's weights to L2 there. Every prefetch lands inside w2 (none in w13: up's map is its
+// predecessor's output), ahead of the wait; through the stages no map is early and none is sent.
+TEST(LayerDecode, DownSendsItsWeightsToL2BeforeItsWaitOnTheDecodePathOnly) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  for (const char* dtype : {"bf16", "fp8"})
+    for (const char* path : {"decode", "stages"}) {
+      const auto p = prepared(plain(std::string(dtype) == "fp8" ? 16 : 1, dtype), 70);
+      Params cfg = decode_config(0);
+      cfg.set("path", std::string(path));
+      std::vector<simt::ptx::L2Prefetch> log;
+      simt::ptx::l2_prefetch_log() = &log;
+      const auto o = moe::tuner::run_emu(p, moe::tuner::complete_config(f, moe::Backend::emu, p.problem, cfg,
+                                                                        moe::emu_device_info()));
+      simt::ptx::l2_prefetch_log() = nullptr;
+      const std::string what = std::string(dtype) + " path=" + path;
+      ASSERT_TRUE(o.validation.ok) << what << ": " << o.validation.summary();
+      const Tensor& w2 = p.inputs.at("w2");
+      const auto* lo = static_cast<const unsigned char*>(w2.raw());
+      std::size_t in_w2 = 0;
+      for (const auto& x : log) {
+        EXPECT_FALSE(x.after_wait) << what;
+        in_w2 += x.p >= lo && x.p + x.bytes <= lo + w2.nbytes();
+      }
+      EXPECT_EQ(in_w2, log.size()) << what << ": prefetches outside w2";
+      if (std::string(path) == "decode") EXPECT_GT(log.size(), 0u) << what;
+      else EXPECT_EQ(log.size(), 0u) << what;
+    }
 }
 
 // At decode a bf16 layer is three kernels when combine is folded into down.
