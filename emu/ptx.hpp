@@ -71,7 +71,11 @@ inline AsyncCopies& cp_async_state() {
   static std::vector<AsyncCopies> v(kMaxThreads);
   return v[static_cast<std::size_t>(thread())];
 }
-inline std::vector<char>& waited_flags();
+// Whether each thread has passed griddepcontrol.wait in this launch (below).
+inline std::vector<char>& waited_flags() {
+  static std::vector<char> v(kMaxThreads);
+  return v;
+}
 inline void cp_async_reset() {
   cp_async_state() = {};
   waited_flags()[static_cast<std::size_t>(thread())] = 0;
@@ -151,10 +155,6 @@ void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, 
 // is always done and visible: the wait has nothing to wait for and the trigger nothing to start.
 // What the emulator does track: whether this thread has waited, so that a test can tell what a
 // kernel read ahead of its wait (the L2 prefetches below). A launch body's cp_async_reset() clears it.
-inline std::vector<char>& waited_flags() {
-  static std::vector<char> v(kMaxThreads);
-  return v;
-}
 inline void griddepcontrol_wait() { waited_flags()[static_cast<std::size_t>(thread())] = 1; }
 inline void griddepcontrol_launch_dependents() {}
 

@@ -307,7 +307,6 @@ std::size_t gmm_tile_map_bytes(std::int64_t rows, int block_m, std::int64_t expe
   return gmm::cuda::map_bytes(rows, block_m, experts);
 }
 
-
 }  // namespace moe
 
 namespace moe::gmm {

@@ -23,11 +23,16 @@ struct DecodeTile {
 // Tile t of a decode walk into u: splits vary fastest, then N-tiles, then M-tiles, whose entry's
 // last field (the M-tile count) replaces total_m (the map's size until then). `first`: a CTA's
 // first tile, inside the map (the grid never exceeds its tiles). False past the last M-tile.
-GMM_DEVICE bool find_decode_tile(const KernelArgs& p, int t, int& total_m, bool first, DecodeTile& u) {
+// Tile t's split and N-tile into u; returns its M-tile.
+GMM_DEVICE int decode_tile_place(const KernelArgs& p, int t, DecodeTile& u) {
   const int rest = div_fast(t, p.split_div);
   u.s = rem_fast(t, rest, p.neg_split);
   const int mg = div_fast(rest, p.n_tiles_div);
   u.nt = rem_fast(rest, mg, p.neg_n_tiles);
+  return mg;
+}
+GMM_DEVICE bool find_decode_tile(const KernelArgs& p, int t, int& total_m, bool first, DecodeTile& u) {
+  const int mg = decode_tile_place(p, t, u);
   if (!first && mg >= total_m) return false;
   load_i32x4(p.tile_map + 4 * mg, u.e, u.row0, u.row_end, total_m);
   return u.e >= 0;  // expert -1: past the last M-tile (only the first entry can say so)
@@ -47,17 +52,17 @@ GMM_DEVICE void prefetch_first_tile(const KernelArgs& p, const unsigned char* we
                                     std::uint32_t row_bytes, std::uint32_t slice_bytes) {
   const int tid = thread_x();
   if (!p.map_early || (tid & 31) != 0) return;
-  const int t = static_cast<int>(block_x());
-  const int rest = div_fast(t, p.split_div), s = rem_fast(t, rest, p.neg_split);
-  const int mg = div_fast(rest, p.n_tiles_div), nt = rem_fast(rest, mg, p.neg_n_tiles);
-  int e, row0, row_end, total;
-  load_relaxed_i32x4(p.tile_map + 4 * mg, e, row0, row_end, total);
-  if (e < 0) return;  // past the last M-tile (entries past it hold expert -1)
+  DecodeTile u;
+  const int mg = decode_tile_place(p, static_cast<int>(block_x()), u);
+  int total;
+  load_relaxed_i32x4(p.tile_map + 4 * mg, u.e, u.row0, u.row_end, total);
+  if (u.e < 0) return;  // past the last M-tile (entries past it hold expert -1)
+  const int s = u.s, nt = u.nt;
   const std::uint32_t k0 = static_cast<std::uint32_t>(first_k_slice(p, s)) * slice_bytes;
   const std::uint32_t k1 =
       min(k0 + static_cast<std::uint32_t>(p.k_per + (s < p.k_extra ? 1 : 0)) * slice_bytes, row_bytes);
   const int rows = min(BN, p.n_out - nt * BN);
-  const unsigned char* w = weight + static_cast<std::size_t>(static_cast<std::uint32_t>(e)) * expert_bytes +
+  const unsigned char* w = weight + static_cast<std::size_t>(static_cast<std::uint32_t>(u.e)) * expert_bytes +
                            static_cast<std::size_t>(nt * BN) * row_bytes;
   if (k0 == 0 && k1 == row_bytes) {
     if (tid == 0) prefetch_l2(w, static_cast<std::uint32_t>(rows) * row_bytes);
