@@ -1,6 +1,7 @@
 #include "layer/stages.hpp"
 
 #include "common/max_rows.hpp"
+#include "common/w4_problem.hpp"
 
 #include <algorithm>
 
@@ -42,6 +43,11 @@ ExpertRange layer_experts(const Params& L) {
 
 std::int64_t layer_max_rows(const Params& L) {
   return max_dispatch_rows(L.i("tokens"), L.i("topk") + L.i("shared"), layer_experts(L).count(), L.i("align"));
+}
+
+DType layer_act_dtype(const Params& L) {
+  const std::string t = L.s("dtype");
+  return t == "fp8" || is_w4_dtype(t) ? DType::bf16 : parse_dtype(t);
 }
 
 }  // namespace moe

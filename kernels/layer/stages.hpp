@@ -24,6 +24,9 @@ struct ExpertRange {
 };
 ExpertRange layer_experts(const Params& layer_problem);
 
+// The activations' type: fp8 and 4-bit layers take bf16 logits and x and give bf16 out.
+DType layer_act_dtype(const Params& layer_problem);
+
 // Rows after dispatch in the worst case (every slot local, every local segment padded):
 // intermediate buffers are sized by it because the real R is only known on the device.
 std::int64_t layer_max_rows(const Params& layer_problem);
