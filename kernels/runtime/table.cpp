@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 
 #include <nlohmann/json.hpp>
 
 #include "io/json_text.hpp"
+#include "io/read_file.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
 #include "runtime/params_json.hpp"
@@ -132,9 +132,9 @@ static std::int64_t parse_tokens_key(const std::string& k, const std::string& pa
 ConfigTable load_table(const std::string& path) {
   if (const std::string why = io::not_a_regular_file(path); !why.empty())
     throw Error("config table " + path + " " + why + ": remove it, or regenerate it with `moebench sweep`");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read config table " + path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text, why;
+  if (!io::read_whole_file(path, text, why))
+    throw Error("cannot read config table " + path + " (" + why + "): fix its permissions, or regenerate it with `moebench sweep`");
   io::check_json_text(text, "config table " + path, "regenerate it with `moebench sweep`");
   nlohmann::json j;
   try {

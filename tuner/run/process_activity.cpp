@@ -1,12 +1,12 @@
 #include "tuner/run/process_activity.hpp"
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "io/read_file.hpp"
 
 namespace moe::tuner {
 
@@ -26,16 +26,9 @@ std::vector<std::string> stat_fields(const std::string& path) {
 
 }  // namespace
 
-// With open/read, not a stream: libstdc++'s filebuf turns a failed read into an exception.
 std::string read_proc_text(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string text;
-  char buf[1024];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
-  return n < 0 ? std::string() : text;
+  std::string text, why;
+  return io::read_whole_file(path, text, why) ? text : std::string();
 }
 
 ProcessActivity process_activity(pid_t pid) {

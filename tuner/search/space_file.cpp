@@ -1,12 +1,11 @@
 #include "tuner/search/space_file.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 
 #include <nlohmann/json.hpp>
 
 #include "io/json_text.hpp"
+#include "io/read_file.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
 
@@ -57,9 +56,9 @@ void check_configs(const std::string& path, const json& list, const std::string&
 json read_space_file(const std::string& path, const std::vector<const FamilyDesc*>& swept, Backend b) {
   if (const std::string why = io::not_a_regular_file(path); !why.empty())
     throw Error("--space " + path + " " + why + ": give default, full, or a JSON file of configs");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("--space " + path + ": cannot read it (use default, full, or a JSON file of configs)");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text, why;
+  if (!io::read_whole_file(path, text, why))
+    throw Error("--space " + path + ": cannot read it (" + why + "): use default, full, or a JSON file of configs");
   io::check_json_text(text, "--space " + path, "give a JSON list of configs or an object {family: [configs]}");
   json j;
   try {

@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 
 #include "io/json_text.hpp"
+#include "io/read_file.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
 #include "tuner/base/line_io.hpp"
@@ -36,9 +36,9 @@ void check_line_fields(const json& v, const std::string& path, int lineno) {
 JournalContents read_journal(const std::string& path) {
   if (const std::string why = io::not_a_regular_file(path); !why.empty())
     throw Error("journal " + path + " " + why + ": give a sweep directory or its journal.jsonl");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read journal " + path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text, why;
+  if (!io::read_whole_file(path, text, why))
+    throw Error("cannot read journal " + path + " (" + why + "): give a sweep directory or its journal.jsonl");
   JournalContents j;
   std::size_t b = 0;
   int lineno = 0;
@@ -212,8 +212,8 @@ JournalWriter::JournalWriter(const std::string& path, const json& header, bool f
   const JournalContents j = read_journal(path);
   if (j.torn_tail) {
     // Cut the torn line so the next record starts on a line of its own.
-    std::ifstream in(path, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text, why;
+    if (!io::read_whole_file(path, text, why)) throw Error("cannot read journal " + path + " to repair it: " + why);
     const auto last_nl = text.rfind('\n');
     if (::truncate(path.c_str(), last_nl == std::string::npos ? 0 : static_cast<off_t>(last_nl + 1)) != 0)
       throw Error("cannot repair the torn last line of " + path + ": " + std::strerror(errno));

@@ -7,12 +7,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <sstream>
 
 #include "io/json_text.hpp"
+#include "io/read_file.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
 #include "tuner/base/temp_file.hpp"
@@ -319,9 +318,9 @@ json read_results(const std::string& path_or_dir) {
   if (fs::is_directory(path, ec)) path = (fs::path(path) / "results.json").string();
   if (const std::string why = io::not_a_regular_file(path); !why.empty())
     throw Error("results " + path + " " + why + ": give a results.json or the sweep directory holding it");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot read results " + path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text, why;
+  if (!io::read_whole_file(path, text, why))
+    throw Error("cannot read results " + path + " (" + why + "): give a results.json or the sweep directory holding it");
   io::check_json_text(text, "results " + path, "give a results.json that `moebench sweep` or `moebench merge` wrote");
   json j;
   const std::string what_to_give = ": give a results.json that `moebench sweep` or `moebench merge` wrote";

@@ -3,12 +3,11 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <cstdio>
-#include <iterator>
 #include <map>
 
 #include "io/json_text.hpp"
+#include "io/read_file.hpp"
 #include "io/regular_file.hpp"
 #include "moe/error.hpp"
 #include "runtime/build_id.hpp"
@@ -35,14 +34,15 @@ std::string compact_utc_now() {
 TableEntries existing_entries(const std::string& path) {
   if (const std::string why = table_place_problem(path); !why.empty()) throw Error(why);
   TableEntries entries;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return entries;
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text, why;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return entries;
+  if (!io::read_whole_file(path, text, why))
+    throw Error("cannot read the existing table " + path + " (" + why + "): fix its permissions or move it away");
   std::string fault = io::json_text_problem(text);
   if (fault.empty()) fault = entries.read(text);
   if (fault.empty()) return entries;
   const std::string kept = path + ".corrupt-" + compact_utc_now();
-  std::error_code ec;
   std::filesystem::rename(path, kept, ec);
   if (ec)
     throw Error("config table " + path + " " + fault + ", and it cannot be moved aside (" + ec.message() +
