@@ -31,6 +31,7 @@
 #define MOE_DYNAMIC_SMEM(T, name) T* name = reinterpret_cast<T*>(::simt::dynamic_smem())
 #define MOE_GRID_DEPENDENCY_WAIT() ::simt::ptx::griddepcontrol_wait()
 #define MOE_LAUNCH_DEPENDENTS() ::simt::ptx::griddepcontrol_launch_dependents()
+#define MOE_PREFETCH_L2(p, bytes) ::simt::ptx::prefetch_l2(p, bytes)
 
 namespace simt_cuda {
 

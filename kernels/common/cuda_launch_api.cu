@@ -27,6 +27,12 @@ int real_sm_count(int device) {
   return n;
 }
 
+std::size_t real_l2_bytes(int device) {
+  int n = 0;
+  cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrL2CacheSize, device), "cudaDeviceGetAttribute(L2 size)");
+  return static_cast<std::size_t>(n);
+}
+
 void real_set_max_smem(const void* func, std::size_t smem) {
   cuda_check(cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
              "cudaFuncSetAttribute(max dynamic shared memory)");
@@ -73,7 +79,7 @@ int real_max_active_clusters(const void* func, int cluster_x, int cluster_y, int
 }
 
 constexpr CudaRuntimeCalls kReal{real_current_device, real_sm_count,          real_set_max_smem, real_blocks_per_sm,
-                                 real_launch,         real_max_active_clusters};
+                                 real_launch,         real_max_active_clusters, real_l2_bytes};
 
 std::atomic<const CudaRuntimeCalls*> calls{&kReal};
 std::atomic<std::uint64_t> n_sm{0}, n_smem{0}, n_occ{0}, n_launch{0}, n_clusters{0};
@@ -82,6 +88,7 @@ struct Cache {
   std::mutex mu;
   std::map<std::tuple<int, const void*, int, std::size_t>, KernelFacts> facts;
   std::map<int, int> sms;
+  std::map<int, std::size_t> l2;
   std::map<std::tuple<int, const void*, int, int, int, std::size_t>, int> clusters;
 };
 Cache& cache() {
@@ -129,6 +136,14 @@ int cached_sm_count(int device) {
   const int n = calls.load()->sm_count(device);
   c.sms[device] = n;
   return n;
+}
+
+std::size_t cached_l2_bytes(int device) {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  if (auto it = c.l2.find(device); it != c.l2.end()) return it->second;
+  const CudaRuntimeCalls* rt = calls.load();
+  return c.l2[device] = rt->l2_bytes ? rt->l2_bytes(device) : 0;
 }
 
 KernelFacts kernel_facts_on(int device, const void* func, int threads, std::size_t smem) {
@@ -196,6 +211,7 @@ void set_cuda_runtime_calls_for_testing(const CudaRuntimeCalls* c) {
   std::lock_guard lock(ca.mu);
   ca.facts.clear();
   ca.sms.clear();
+  ca.l2.clear();
   ca.clusters.clear();
   smem_set().clear();
 }

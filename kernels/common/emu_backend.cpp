@@ -14,6 +14,7 @@ DeviceInfo emu_device_info() {
   d.sm_count = 132;
   d.cc_major = 9;
   d.smem_optin = 227 * 1024;
+  d.l2_bytes = 50 * 1024 * 1024;
   d.threads = 1;
   return d;
 }

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "common/cuda_l2_prefetch.cuh"
+
 #define GMM_DEVICE __device__ __forceinline__
 #define GMM_KERNEL(threads) __global__ void __launch_bounds__(threads)
 
@@ -109,15 +111,8 @@ GMM_DEVICE void load_relaxed_i32x4(const std::int32_t* p, int& a, int& b, int& c
                : "l"(p)
                : "memory");
 }
-// `bytes` (a multiple of 16, from a 16-byte aligned address) fetched into L2 by the copy engine,
-// nothing waited for. Before Hopper there is no bulk prefetch: nothing is sent.
-GMM_DEVICE void prefetch_l2(const void* p, std::uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-#else
-  (void)p, (void)bytes;
-#endif
-}
+// common/cuda_l2_prefetch.cuh's bulk L2 prefetch, under gmm's name (emu_primitives.hpp has the other).
+GMM_DEVICE void prefetch_l2(const void* p, std::uint32_t bytes) { MOE_PREFETCH_L2(p, bytes); }
 GMM_DEVICE void store_i32x4(std::int32_t* p, int a, int b, int c, int d) {
   *reinterpret_cast<int4*>(p) = make_int4(a, b, c, d);
 }

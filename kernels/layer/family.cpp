@@ -156,6 +156,7 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
     for (int j = 0; j < 2; ++j) map_bm[j] = gmm_tile_map_block_m(resolved->choices[2 + j].config);
     front_out["up_map"] = all.at("up_map"), front_out["down_map"] = all.at("down_map");
     if (fold) front_out["fold_done"] = all.at("down_done");
+    for (int j = 0; j < l2_prefetch(config); ++j) front_in[j ? "w2" : "w13"] = need(all, j ? "w2" : "w13");
     run_front(b, L, config, front_in, front_out, stage_ctx, map_bm);
   }
   // A folding down writes out itself: combine, the last stage, is not run.
@@ -182,11 +183,11 @@ void run_layer(Backend b, const Params& L, const Params& config, const RefMap& i
   }
 }
 
-Params auto_config(std::int64_t pdl = 1, const char* path = "stages", std::int64_t fold = 0) {
+Params auto_config(std::int64_t pdl = 1, const char* path = "stages", std::int64_t fold = 0, std::int64_t l2 = 0) {
   Params c;
   for (const char* k : kStageKeys) c.set(k, std::string("auto"));
   c.set("pdl", pdl).set("path", std::string(path)).set("front_ctas", std::int64_t{0}).set("fold_combine", fold);
-  return c;
+  return c.set("l2_prefetch", l2);
 }
 
 BackendImpl layer_backend(Backend b) {
@@ -200,9 +201,13 @@ BackendImpl layer_backend(Backend b) {
   impl.space = [b](const Params& L, const DeviceInfo& dev, bool) {
     std::vector<Params> v = {auto_config(1)};
     if (b == Backend::cuda) v.push_back(auto_config(0));
-    // The decode path with and without the fold (invalid, with the reason, where down cannot fold).
-    for (std::int64_t fold = 0; fold < 2 && b != Backend::cpu && front_invalid_reason(b, L, dev).empty(); ++fold)
-      for (std::int64_t pdl = 1; pdl >= (b == Backend::cuda ? 0 : 1); --pdl) v.push_back(auto_config(pdl, "decode", fold));
+    // The decode path with and without the fold (invalid, with the reason, where down cannot fold)
+    // and each choice of the front's L2 prefetch; the emulator, which times nothing, runs the
+    // prefetch once, with the fold.
+    if (b == Backend::cpu || !front_invalid_reason(b, L, dev).empty()) return v;
+    for (std::int64_t fold = 0; fold < 2; ++fold)
+      for (std::int64_t l2 = 0; l2 <= (b == Backend::cuda ? 2 : 2 * fold); l2 += b == Backend::cuda ? 1 : 2)
+        for (std::int64_t pdl = 1; pdl >= (b == Backend::cuda ? 0 : 1); --pdl) v.push_back(auto_config(pdl, "decode", fold, l2));
     return v;
   };
   impl.default_config = [](const Params&, const DeviceInfo&) { return auto_config(); };
@@ -215,6 +220,8 @@ BackendImpl layer_backend(Backend b) {
       if (std::string why = decode ? front_invalid_reason(b, L, dev) : ""; !why.empty()) return why;
       if (c.has("fold_combine") && c.i("fold_combine") == 1 && !decode)
         return "fold_combine=1 folds combine into the decode path's gmm down: use path=decode";
+      if (c.has("l2_prefetch") && c.i("l2_prefetch") > 0 && !decode)
+        return "l2_prefetch sends the weights toward L2 from the decode path's front kernel: use path=decode";
       const ResolvedLayer r = resolve_layer(b, L, c, dev, {}, true);
       if (std::string why = fold_combine(c) ? gmm_fold_combine_invalid(r.stages[3].problem, r.choices[3].config) : "";
           !why.empty())

@@ -46,8 +46,14 @@ std::vector<ParamSpec> front_config_params() {
           int_param("fold_combine", 0, 0, 1,
                     "path=decode: 1: gmm down's kernel also does combine's work (the last CTA to finish a column "
                     "block sums every token's rows there, in slot order, as combine does): one kernel fewer; 0: "
-                    "combine runs as its own kernel")};
+                    "combine runs as its own kernel"),
+          int_param("l2_prefetch", 0, 0, 2,
+                    "path=decode: once it has routed, the front sends the active experts' weights toward L2, so "
+                    "their stream starts before up's kernel does: 0: none; 1: w13 (up's); 2: w13, then w2 (down's). "
+                    "At most 3/4 of the device's L2 in all, an even share per active expert")};
 }
+
+int l2_prefetch(const Params& c) { return decode_path(c) && c.has("l2_prefetch") ? static_cast<int>(c.i("l2_prefetch")) : 0; }
 
 bool fold_combine(const Params& c) { return decode_path(c) && c.has("fold_combine") && c.i("fold_combine") == 1; }
 
@@ -143,6 +149,20 @@ void run_front(Backend b, const Params& L, const Params& c, const RefMap& in, co
     a.map[j] = m.as<std::int32_t>();
     a.map_bm[j] = map_bm[j];
     a.map_tiles[j] = static_cast<int>((a.rows + map_bm[j] - 1) / map_bm[j] + d.local());
+  }
+  if (const int mode = l2_prefetch(c); mode > 0) {
+    const std::size_t l2 = b == Backend::emu ? dev.l2_bytes : cached_l2_bytes(launch_device());
+    a.budget = static_cast<long long>(l2 / 4 * 3);
+    for (int j = 0; j < mode; ++j) {
+      // One block per local expert, as the layer holds them; a block that is not a whole number of
+      // 16-byte units (no model's is) is not sent.
+      const TensorRef& w = need(in, j == 0 ? "w13" : "w2");
+      const std::size_t per = w.nbytes() / static_cast<std::size_t>(d.local());
+      if (w.nbytes() % static_cast<std::size_t>(d.local()) || per % 16 || reinterpret_cast<std::uintptr_t>(w.data) % 16)
+        continue;
+      a.w[j] = static_cast<const unsigned char*>(w.data);
+      a.w_bytes[j] = static_cast<long long>(per);
+    }
   }
   if (const auto it = out.find("fold_done"); it != out.end()) {
     if (it->second.dtype != DType::i32) throw Error("decode front: fold_done holds int32 counters");

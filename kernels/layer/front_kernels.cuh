@@ -6,6 +6,7 @@
 // the stages' own. CTA 0 writes weights, ids, offsets, src and dst; the others keep their copies
 // in shared memory (the aligner skips src when it is null). Written once against a Lane
 // (cuda_row.hpp): the device kernel (cuda_front.cu) and the emulator (front_emu.cpp) share it.
+#include "common/cuda_l2_prefetch.cuh"
 #include "dispatch/cuda_align_kernels.cuh"
 #include "dispatch/cuda_gather_fp8_kernels.cuh"
 #include "dispatch/cuda_gather_kernels.cuh"
@@ -70,6 +71,40 @@ __device__ void write_tile_map(const int* off, int El, long long rows, int bm, i
   __syncthreads();  // the scratch is the next map's
 }
 
+// l2_prefetch: once routed, the active experts' weights go toward L2, so their stream starts while
+// up's kernel is still being launched and fills its first tiles. Each active expert gets an even
+// share of the budget (all of L2 would evict what the share before it brought), w13 first, then
+// w2. The grid's threads take (slot, piece) pairs in turn; a slot sends only for the expert whose
+// first routed row it holds (dst[s] == off[e]: routed rows open their segment), so every active
+// expert is sent once. `count` is a shared int, zeroed before the routing's barriers.
+__device__ void prefetch_weights(const Args& f, const int* ids, const int* dst, const int* off, int slots,
+                                 int* count) {
+  const int tid = threadIdx.x;
+  auto holds_first_row = [&](int s) {
+    const int e = ids[s] - f.e0;
+    return e >= 0 && e < f.local && dst[s] >= 0 && dst[s] == off[e];
+  };
+  for (int s = tid; s < slots; s += kThreads)
+    if (holds_first_row(s)) atomicAdd(count, 1);
+  __syncthreads();
+  const long long active = *count;
+  if (active == 0) return;
+  const long long share = f.budget / active / 16 * 16;
+  const long long cap0 = f.w[0] ? (share < f.w_bytes[0] ? share : f.w_bytes[0]) : 0;
+  const long long left = share - cap0;
+  const long long cap1 = f.w[1] ? (left < f.w_bytes[1] ? left : f.w_bytes[1]) : 0;
+  const long long n0 = (cap0 + kPrefetchPiece - 1) / kPrefetchPiece, per = n0 + (cap1 + kPrefetchPiece - 1) / kPrefetchPiece;
+  const long long all = static_cast<long long>(gridDim.x) * kThreads;
+  for (long long p = static_cast<long long>(blockIdx.x) * kThreads + tid; p < slots * per; p += all) {
+    const int s = static_cast<int>(p / per);
+    if (!holds_first_row(s)) continue;
+    const int j = p % per < n0 ? 0 : 1;
+    const long long at = (p % per - (j ? n0 : 0)) * kPrefetchPiece, cap = j ? cap1 : cap0;
+    const long long n = cap - at < kPrefetchPiece ? cap - at : kPrefetchPiece;
+    MOE_PREFETCH_L2(f.w[j] + (ids[s] - f.e0) * f.w_bytes[j] + at, static_cast<std::uint32_t>(n));
+  }
+}
+
 template <int LANES, int EPL, int V, class Lane>
 __device__ void front_body(const Args& f, Lane& ln, int* smem) {
   constexpr int NW = kThreads / 32;
@@ -81,7 +116,9 @@ __device__ void front_body(const Args& f, Lane& ln, int* smem) {
   float* weights = reinterpret_cast<float*>(ids + round4(slots));
   int* dst = reinterpret_cast<int*>(weights + round4(slots));
   int* offsets = dst + round4(slots);
+  int* active = offsets + round4(El + 1);
   ak::single_clear<kThreads>(m, El);
+  if (threadIdx.x == 0) *active = 0;
   // logits and x may be the previous layer's output: nothing global is read before the wait.
   MOE_GRID_DEPENDENCY_WAIT();
   MOE_LAUNCH_DEPENDENTS();
@@ -94,6 +131,7 @@ __device__ void front_body(const Args& f, Lane& ln, int* smem) {
   const ak::Dev d{ids, slots, f.e0, El, f.E_total, f.A, offsets, blockIdx.x == 0 ? f.src : nullptr, dst, f.rows};
   ak::single_align<kThreads>(d, m);
   __syncthreads();
+  if (f.w[0] || f.w[1]) prefetch_weights(f, ids, dst, m.off, slots, active);
   if (blockIdx.x == 0) {
     for (int i = tid; i < slots; i += kThreads) f.ids[i] = ids[i], f.weights[i] = weights[i], f.dst[i] = dst[i];
     for (int e = tid; e <= El; e += kThreads) f.offsets[e] = offsets[e];

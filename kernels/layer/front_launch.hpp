@@ -46,13 +46,23 @@ struct Args {
   // them, and down counts only after up, which waited for the front, has finished.
   std::int32_t* zero = nullptr;
   int zero_n = 0;
+  // l2_prefetch: once routed, the active experts' weights sent toward L2 (prefetch_weights in
+  // front_kernels.cuh). w[0] is w13, w[1] w2, each local expert's block w_bytes[j] long (a
+  // multiple of 16) and at that stride; null: that matrix is not sent. `budget` bytes in all.
+  const unsigned char* w[2] = {nullptr, nullptr};
+  long long w_bytes[2] = {0, 0};
+  long long budget = 0;
 };
 
+// The bytes one prefetch sends: a weight block goes in pieces of this, spread over the grid.
+inline constexpr long long kPrefetchPiece = 32 * 1024;
+
 inline constexpr std::int64_t round4(std::int64_t n) { return (n + 3) / 4 * 4; }
-// Ints of shared memory: the single-CTA aligner's, then ids, weights, dst and the offsets.
+// Ints of shared memory: the single-CTA aligner's, then ids, weights, dst, the offsets and the
+// count of active experts.
 inline std::int64_t smem_ints(std::int64_t local, std::int64_t slots) {
   return round4(static_cast<std::int64_t>(dispatch_cuda::single_smem_bytes(kThreads, local, slots) / 4)) +
-         3 * round4(slots) + round4(local + 1);
+         3 * round4(slots) + round4(local + 1) + 4;
 }
 inline std::size_t smem_bytes(std::int64_t local, std::int64_t slots) {
   return static_cast<std::size_t>(smem_ints(local, slots)) * 4;

@@ -45,7 +45,8 @@ def early_block(insns):
 def pdl_of(insns):
     """Whether a kernel waits and triggers, the work instructions laid out before its first wait
     (None when it never waits), how many waits it has, which global loads come before the first
-    one and how many non-coherent loads it has anywhere."""
+    one, how many non-coherent loads it has anywhere, and its bulk L2 prefetches before the wait
+    and in all."""
     ops = [base_op(i["op"]) for i in insns]
     waits = WAIT_OP in ops
     first = ops.index(WAIT_OP) if waits else len(ops)
@@ -53,7 +54,7 @@ def pdl_of(insns):
     early = [f"{i['addr']:04x} {i['op']}" for i in insns[:first] if base_op(i["op"]) in GLOBAL_LOADS] if waits else []
     return {"waits": waits, "triggers": TRIGGER_OP in ops, "before_wait": before, "wait_count": ops.count(WAIT_OP),
             "loads_before_wait": early, "nc_loads": sum(1 for i in insns if non_coherent(i["op"])),
-            "prefetch_before_wait": ops[:first].count(PREFETCH_OP) if waits else 0}
+            "prefetch_before_wait": ops[:first].count(PREFETCH_OP) if waits else 0, "prefetches": ops.count(PREFETCH_OP)}
 
 
 def must_wait(k):
@@ -103,6 +104,9 @@ def missing_waits(kernels):
             bad.append(f"{who}: global loads laid out before griddepcontrol.wait (ACQBULK): "
                        f"{', '.join(p['loads_before_wait'][:4])}: they may read the predecessor's output "
                        f"before it is written")
+        if k["family"] == "layer" and k.get("kind") == "decode-front" and not p.get("prefetches"):
+            bad.append(f"{who}: no bulk L2 prefetch (UBLKPF): with l2_prefetch the decode front sends the routed "
+                       f"experts' weights toward L2 once it has routed")
         if p.get("nc_loads"):
             bad.append(f"{who}: {p['nc_loads']} non-coherent loads (LDG...CONSTANT, from __ldg): ptxas may move "
                        f"them above griddepcontrol.wait; read with plain loads")

@@ -408,9 +408,11 @@ TEST(KernelReport, ReadsWhereAKernelWaitsAndGatesOneThatNeverDoes) {
                             &out);
   ASSERT_FALSE(j.is_null()) << out;
   EXPECT_EQ(j["waits"], json({{"waits", true}, {"triggers", true}, {"before_wait", 2}, {"wait_count", 1},
-                              {"loads_before_wait", json::array()}, {"nc_loads", 0}, {"prefetch_before_wait", 0}})) << out;
+                              {"loads_before_wait", json::array()}, {"nc_loads", 0}, {"prefetch_before_wait", 0},
+                              {"prefetches", 0}})) << out;
   EXPECT_EQ(j["never"], json({{"waits", false}, {"triggers", false}, {"before_wait", nullptr}, {"wait_count", 0},
-                              {"loads_before_wait", json::array()}, {"nc_loads", 0}, {"prefetch_before_wait", 0}})) << out;
+                              {"loads_before_wait", json::array()}, {"nc_loads", 0}, {"prefetch_before_wait", 0},
+                              {"prefetches", 0}})) << out;
   // CUTLASS's grouped GEMM is launched without the attribute: it need not wait.
   ASSERT_EQ(j["missing"].size(), 3u) << out;
   for (auto& line : j["missing"]) EXPECT_EQ(line.get<std::string>().find("gmm-wgmma"), std::string::npos) << out;
@@ -476,6 +478,24 @@ TEST(KernelReport, ADecodeDownTileReadsItsMapEarlyAndPrefetchesBeforeTheWait) {
   // The up kernel's strong load, the down tile's missing prefetch, the plain early load (with a
   // line of its own for being non-coherent, and a missing prefetch: it is a down tile too).
   EXPECT_EQ(j["bad"].size(), 5u) << all;
+}
+
+// The layer's decode front sends the routed experts' weights to L2 after its wait (l2_prefetch):
+// a front without UBLKPF is a gate line; one with it passes, and no other kernel needs one.
+TEST(KernelReport, TheDecodeFrontMustSendWeightsToL2) {
+  std::string out;
+  const json j = on_fixture("pdl.sass",
+                            "kern = lambda fam, kind, n: {'family': fam, 'kind': kind, 'name': n, 'pdl': k.pdl_of(f[n])}; "
+                            "ks = [kern('layer', 'decode-front', '_Z21fixture_front_sends_l2v'), "
+                            "kern('layer', 'decode-front', '_Z14fixture_waitsv'), kern('dispatch', 'gather', '_Z14fixture_waitsv')]; "
+                            "print(json.dumps({'pdl': ks[0]['pdl'], 'bad': k.missing_waits(ks)}))",
+                            &out);
+  ASSERT_FALSE(j.is_null()) << out;
+  EXPECT_EQ(j["pdl"]["prefetches"], 1) << out;
+  EXPECT_EQ(j["pdl"]["prefetch_before_wait"], 0) << out;
+  ASSERT_EQ(j["bad"].size(), 1u) << out;
+  EXPECT_NE(j["bad"][0].get<std::string>().find("layer decode-front (_Z14fixture_waitsv): no bulk L2 prefetch (UBLKPF)"),
+            std::string::npos) << out;
 }
 
 TEST(KernelReport, GateFailsWhenAKernelOfTheLayerDoesNotWait) {

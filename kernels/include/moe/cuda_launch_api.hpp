@@ -23,6 +23,8 @@ struct CudaRuntimeCalls {
   // cudaOccupancyMaxActiveClusters for a cluster_x by cluster_y cluster of `threads`-thread
   // blocks (the kernel already opted into `smem`). Null in a fake that launches no clusters.
   int (*max_active_clusters)(const void* func, int cluster_x, int cluster_y, int threads, std::size_t smem) = nullptr;
+  // The device's L2 bytes. Null in a fake: 0, nothing is sized by it.
+  std::size_t (*l2_bytes)(int device) = nullptr;
 };
 
 // What the runtime said about one kernel at one launch shape on one device.
@@ -38,6 +40,8 @@ KernelFacts kernel_facts_on(int device, const void* func, int threads, std::size
 int launch_device();
 // A device's SM count, cached per device.
 int cached_sm_count(int device);
+// A device's L2 bytes, cached per device (0 where the runtime in use cannot tell).
+std::size_t cached_l2_bytes(int device);
 
 // How many clusters of cluster_x by cluster_y blocks can be resident at once (0: none fits),
 // cached like kernel_facts; opts the kernel into `smem` first when it needs more than 48 KiB.

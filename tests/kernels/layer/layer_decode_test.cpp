@@ -3,7 +3,12 @@
 // references, and the layer end to end against its fp64 reference; where it cannot run, a reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <set>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -323,6 +328,147 @@ TEST(LayerDecode, DownSendsItsWeightsToL2BeforeItsWaitOnTheDecodePathOnly) {
     }
 }
 
+// Byte ranges [begin, end) the prefetches of `log` cover, merged; `overlap` gets the bytes sent
+// more than once.
+std::vector<std::pair<const unsigned char*, const unsigned char*>> covered(const std::vector<simt::ptx::L2Prefetch>& log,
+                                                                       std::size_t* overlap) {
+  std::vector<std::pair<const unsigned char*, const unsigned char*>> r;
+  for (const auto& x : log) r.emplace_back(x.p, x.p + x.bytes);
+  std::sort(r.begin(), r.end());
+  std::vector<std::pair<const unsigned char*, const unsigned char*>> m;
+  *overlap = 0;
+  for (const auto& [b, e] : r) {
+    if (!m.empty() && b < m.back().second) *overlap += static_cast<std::size_t>(std::min(e, m.back().second) - b);
+    if (!m.empty() && b <= m.back().second) m.back().second = std::max(m.back().second, e);
+    else m.emplace_back(b, e);
+  }
+  return m;
+}
+
+// The local experts the router reference sends slots to, as local indices.
+std::set<std::int64_t> active_experts(const Params& L, const TensorMap& in) {
+  const auto st = moe::layer_stages(L);
+  const moe::FamilyDesc& router = moe::family("router");
+  TensorMap rin;
+  rin["logits"] = Tensor::borrow(in.at("logits"));
+  if (in.count("bias")) rin["bias"] = Tensor::borrow(in.at("bias"));
+  TensorMap ro = moe::allocate(router.output_specs(st[0].problem, rin));
+  router.reference(st[0].problem, rin, ro);
+  const moe::ExpertRange local = moe::layer_experts(L);
+  std::set<std::int64_t> a;
+  for (std::int64_t i = 0; i < ro.at("ids").numel(); ++i)
+    if (const std::int64_t id = ro.at("ids").data<std::int32_t>()[i]; id >= local.begin && id < local.end)
+      a.insert(id - local.begin);
+  return a;
+}
+
+// l2_prefetch: once routed, the front sends each active local expert an even share of the budget
+// (3/4 of the emulated H100's 50 MiB), w13's block first and then (at 2) w2's, each byte once,
+// after its wait, in pieces of at most 32 KiB spread over its CTAs. The weight blocks here are
+// sized for the budget, not the problem (the front only adds offsets to them): whole blocks, w2
+// cut short, w13 cut short; and nothing at 0.
+TEST(LayerDecode, FrontSendsAnEvenShareOfEachActiveExpertsWeightsToL2) {
+  struct Sizes {
+    std::int64_t b13, b2;
+  };
+  const std::int64_t budget = 50ll * 1024 * 1024 / 4 * 3;
+  for (const Params& given : {plain(1, "bf16"), ep_slice(3, "bf16"), plain(5, "fp8")})
+    for (const Sizes z : {Sizes{64 * 1024 + 48, 100 * 1024}, Sizes{4 << 20, 8 << 20}, Sizes{16 << 20, 1 << 20}})
+      for (int mode : {0, 1, 2})
+        for (std::int64_t ctas : {1, 3}) {
+          const auto p = prepared(given, 7);
+          const Params& L = p.problem;
+          const std::int64_t El = moe::layer_experts(L).count();
+          const std::string what = L.str() + " w13/w2 block " + std::to_string(z.b13) + "/" + std::to_string(z.b2) +
+                                   " l2_prefetch=" + std::to_string(mode) + " ctas=" + std::to_string(ctas);
+          // Never read: only the prefetches' addresses are checked.
+          const auto w13 = std::make_unique_for_overwrite<unsigned char[]>(static_cast<std::size_t>(El * z.b13 + 16));
+          const auto w2 = std::make_unique_for_overwrite<unsigned char[]>(static_cast<std::size_t>(El * z.b2 + 16));
+          const auto* lo13 = reinterpret_cast<const unsigned char*>((reinterpret_cast<std::uintptr_t>(w13.get()) + 15) / 16 * 16);
+          const auto* lo2 = reinterpret_cast<const unsigned char*>((reinterpret_cast<std::uintptr_t>(w2.get()) + 15) / 16 * 16);
+          TensorMap in;
+          for (const char* k : {"logits", "x", "bias"})
+            if (p.inputs.count(k)) in[k] = Tensor::borrow(p.inputs.at(k));
+          moe::RefMap ins = moe::refs(in);
+          ins["w13"] = moe::TensorRef{const_cast<unsigned char*>(lo13), moe::DType::u8, {El, z.b13}};
+          ins["w2"] = moe::TensorRef{const_cast<unsigned char*>(lo2), moe::DType::u8, {El, z.b2}};
+          TensorMap out = front_outputs(L);
+          std::vector<simt::ptx::L2Prefetch> log;
+          simt::ptx::l2_prefetch_log() = &log;
+          moe::run_front(moe::Backend::emu, L, Params(decode_config(ctas)).set("l2_prefetch", std::int64_t{mode}), ins,
+                         moe::refs(out), moe::LaunchContext{}, {16, 16});
+          simt::ptx::l2_prefetch_log() = nullptr;
+
+          const std::set<std::int64_t> active = active_experts(L, in);
+          ASSERT_FALSE(active.empty()) << what;
+          const std::int64_t share = budget / static_cast<std::int64_t>(active.size()) / 16 * 16;
+          const std::int64_t cap13 = mode >= 1 ? std::min(share, z.b13) : 0;
+          const std::int64_t cap2 = mode == 2 ? std::min(share - cap13, z.b2) : 0;
+          std::vector<std::pair<const unsigned char*, const unsigned char*>> want;
+          for (const std::int64_t e : active)
+            if (cap13) want.emplace_back(lo13 + e * z.b13, lo13 + e * z.b13 + cap13);
+          for (const std::int64_t e : active)
+            if (cap2) want.emplace_back(lo2 + e * z.b2, lo2 + e * z.b2 + cap2);
+          std::size_t overlap = 0;
+          std::vector<std::pair<const unsigned char*, const unsigned char*>> got = covered(log, &overlap);
+          // Neighbouring active experts' whole blocks merge into one range: merge what is wanted too.
+          std::vector<simt::ptx::L2Prefetch> as_log;
+          for (const auto& [b, e] : want) as_log.push_back({b, static_cast<std::uint32_t>(e - b), 0, true});
+          std::size_t none = 0;
+          EXPECT_EQ(got, covered(as_log, &none)) << what;
+          EXPECT_EQ(overlap, 0u) << what << ": bytes sent twice";
+          std::set<long long> ctas_used;
+          for (const auto& x : log) {
+            EXPECT_TRUE(x.after_wait) << what;
+            EXPECT_LE(x.bytes, 32u * 1024) << what;
+            ctas_used.insert(x.block);
+          }
+          if (ctas > 1 && log.size() > 512) EXPECT_GT(ctas_used.size(), 1u) << what << ": one CTA sent it all";
+          // The front's own work is untouched by it.
+          check_map(out.at("up_map"), out.at("offsets"), out.at("src").numel(), 16, what + " up");
+        }
+}
+
+// Through the layer, l2_prefetch hands the front w13 (and w2): after its wait it sends the router's
+// active experts' whole blocks (the test's weights are far below the budget); down's own early
+// prefetch (before its wait) is unchanged; the output still validates. path=stages refuses it.
+TEST(LayerDecode, TheLayerPrefetchesTheActiveExpertsWeightsWhenAsked) {
+  const moe::FamilyDesc& f = moe::family("moe-layer");
+  for (const char* dtype : {"bf16", "fp8"})
+    for (int mode : {0, 1, 2}) {
+      const auto p = prepared(plain(std::string(dtype) == "fp8" ? 16 : 2, dtype), 71);
+      Params cfg = decode_config(0).set("l2_prefetch", std::int64_t{mode}).set("fold_combine", std::int64_t{mode == 2});
+      std::vector<simt::ptx::L2Prefetch> log;
+      simt::ptx::l2_prefetch_log() = &log;
+      const auto o = moe::tuner::run_emu(p, moe::tuner::complete_config(f, moe::Backend::emu, p.problem, cfg,
+                                                                        moe::emu_device_info()));
+      simt::ptx::l2_prefetch_log() = nullptr;
+      const std::string what = std::string(dtype) + " l2_prefetch=" + std::to_string(mode);
+      ASSERT_TRUE(o.validation.ok) << what << ": " << o.validation.summary();
+      std::vector<simt::ptx::L2Prefetch> front, early_down;
+      for (const auto& x : log) (x.after_wait ? front : early_down).push_back(x);
+      EXPECT_FALSE(early_down.empty()) << what << ": down's own prefetch before its wait";
+      const std::set<std::int64_t> active = active_experts(p.problem, p.inputs);
+      std::vector<simt::ptx::L2Prefetch> want;
+      for (const char* w : {"w13", "w2"}) {
+        if (mode < (std::string(w) == "w13" ? 1 : 2)) continue;
+        const Tensor& t = p.inputs.at(w);
+        const std::size_t block = t.nbytes() / static_cast<std::size_t>(t.shape()[0]);
+        for (const std::int64_t e : active)
+          want.push_back({static_cast<const unsigned char*>(t.raw()) + e * block, static_cast<std::uint32_t>(block), 0, true});
+      }
+      std::size_t overlap = 0, none = 0;
+      EXPECT_EQ(covered(front, &overlap), covered(want, &none)) << what;
+      EXPECT_EQ(overlap, 0u) << what;
+    }
+  const auto& emu = f.need_backend(moe::Backend::emu);
+  const Params L = moe::complete(f.problem_params, plain(2, "bf16"), "moe-layer");
+  const std::string why = emu.invalid_reason(L, Params(decode_config(0)).set("path", std::string("stages")).set("l2_prefetch", std::int64_t{1}),
+                                             moe::emu_device_info());
+  EXPECT_NE(why.find("l2_prefetch") , std::string::npos) << why;
+  EXPECT_NE(why.find("use path=decode"), std::string::npos) << why;
+}
+
 // At decode a bf16 layer is three kernels when combine is folded into down.
 TEST(LayerDecode, ThreeKernelsPerCallWithTheFold) {
   const moe::FamilyDesc& f = moe::family("moe-layer");
@@ -387,16 +533,21 @@ TEST(LayerDecode, TheLayerSpaceOffersBothPathsAndTheFold) {
   int decode = 0, folded = 0;
   for (const Params& c : f.need_backend(moe::Backend::emu).space(L, moe::emu_device_info(), false))
     decode += moe::decode_path(c), folded += moe::fold_combine(c);
-  EXPECT_EQ(decode, 2);
-  EXPECT_EQ(folded, 1);
+  // The emulator runs the L2 prefetch once, folded (it times nothing).
+  EXPECT_EQ(decode, 3);
+  EXPECT_EQ(folded, 2);
   if (const moe::BackendImpl* cuda = f.backend(moe::Backend::cuda)) {
     int with_pdl = 0, n = 0;
+    std::array<int, 3> by_l2{};
     folded = 0;
     for (const Params& c : cuda->space(L, moe::emu_device_info(), false))
-      if (moe::decode_path(c)) ++n, with_pdl += c.i("pdl") == 1, folded += moe::fold_combine(c);
-    EXPECT_EQ(n, 4);
-    EXPECT_EQ(with_pdl, 2);
-    EXPECT_EQ(folded, 2);
+      if (moe::decode_path(c))
+        ++n, with_pdl += c.i("pdl") == 1, folded += moe::fold_combine(c), ++by_l2.at(moe::l2_prefetch(c));
+    // fold x l2_prefetch x pdl.
+    EXPECT_EQ(n, 12);
+    EXPECT_EQ(with_pdl, 6);
+    EXPECT_EQ(folded, 6);
+    EXPECT_EQ(by_l2, (std::array<int, 3>{4, 4, 4}));
   }
   // Past 64 tokens only the stages remain.
   const Params big = moe::complete(f.problem_params, deepseek_like(65, "bf16"), "moe-layer");

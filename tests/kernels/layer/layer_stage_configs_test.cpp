@@ -41,6 +41,7 @@ moe::Params all_auto() {
   for (const char* k : {"router", "dispatch", "gmm_up", "gmm_down", "combine"}) c.set(k, std::string("auto"));
   c.set("pdl", std::int64_t{1});  // the layer's default: programmatic dependent launch on
   c.set("path", std::string("stages")).set("front_ctas", std::int64_t{0}).set("fold_combine", std::int64_t{0});  // the stages' own kernels
+  c.set("l2_prefetch", std::int64_t{0});
   return c;
 }
 
