@@ -130,6 +130,20 @@ void check_map(const Tensor& front_map, const Tensor& offsets, std::int64_t rows
     ASSERT_EQ(front_map.data<std::int32_t>()[i], own[i]) << what << " block_m=" << bm << " map int " << i;
 }
 
+// The router stage's reference outputs (weights, ids) on the layer's logits and bias; `rin` gets
+// the inputs it read.
+TensorMap router_reference(const Params& L, const TensorMap& in, TensorMap* rin_out = nullptr) {
+  const moe::Params problem = moe::layer_stages(L)[0].problem;
+  const moe::FamilyDesc& router = moe::family("router");
+  TensorMap rin;
+  rin["logits"] = Tensor::borrow(in.at("logits"));
+  if (in.count("bias")) rin["bias"] = Tensor::borrow(in.at("bias"));
+  TensorMap ro = moe::allocate(router.output_specs(problem, rin));
+  router.reference(problem, rin, ro);
+  if (rin_out) *rin_out = std::move(rin);
+  return ro;
+}
+
 // Runs the front under the emulator and checks it against the router's and dispatch's
 // references: the router's on the logits, dispatch's on the ids the front chose; and the tile
 // maps it writes for the gmm stages (block_m map_bm) against the schedule kernel's.
@@ -148,10 +162,7 @@ void check_front(const Params& given, std::int64_t ctas, std::uint64_t seed, std
   const auto st = moe::layer_stages(L);
   const moe::FamilyDesc& router = moe::family("router");
   TensorMap rin;
-  rin["logits"] = Tensor::borrow(in.at("logits"));
-  if (in.count("bias")) rin["bias"] = Tensor::borrow(in.at("bias"));
-  TensorMap rref = moe::allocate(router.output_specs(st[0].problem, rin));
-  router.reference(st[0].problem, rin, rref);
+  TensorMap rref = router_reference(L, in, &rin);
   TensorMap rgot;
   for (const char* k : {"weights", "ids"}) rgot[k] = Tensor::borrow(out.at(k));
   const moe::Validation rv = router.validate(st[0].problem, rin, rgot, rref);
@@ -347,13 +358,7 @@ std::vector<std::pair<const unsigned char*, const unsigned char*>> covered(const
 
 // The local experts the router reference sends slots to, as local indices.
 std::set<std::int64_t> active_experts(const Params& L, const TensorMap& in) {
-  const auto st = moe::layer_stages(L);
-  const moe::FamilyDesc& router = moe::family("router");
-  TensorMap rin;
-  rin["logits"] = Tensor::borrow(in.at("logits"));
-  if (in.count("bias")) rin["bias"] = Tensor::borrow(in.at("bias"));
-  TensorMap ro = moe::allocate(router.output_specs(st[0].problem, rin));
-  router.reference(st[0].problem, rin, ro);
+  const TensorMap ro = router_reference(L, in);
   const moe::ExpertRange local = moe::layer_experts(L);
   std::set<std::int64_t> a;
   for (std::int64_t i = 0; i < ro.at("ids").numel(); ++i)
