@@ -9,8 +9,8 @@
 
 namespace moe::gmm::GMM_KERNEL_NAMESPACE {
 
-// What the fold reads of KernelArgs, gathered from fold_walk's scalar arguments (a form kept from
-// an out-of-line version, under which a struct argument went through local memory).
+// What the fold reads of KernelArgs. Built from its fields where the fold is inlined: taken as one
+// struct by an out-of-line walk, it went through local memory.
 struct FoldView {
   const std::int32_t* dst;
   const float* weights;
@@ -71,10 +71,7 @@ GMM_DEVICE void end_down_tile(const KernelArgs& p, int nt, int total_m, std::uin
 // allocation and the schedule of the tile loop above it (spills and longer k-loops in the static
 // report), and out of line it did so everywhere.
 template <bool BF16, int THREADS>
-GMM_DEVICE void fold_walk(const std::int32_t* dst, const float* weights, std::uint16_t* fold_out,
-                            const std::uint16_t* out, const float* partial, int tokens, int slots, int rows, int split,
-                            int n_w, int n_out, int n_tiles, int bn, std::uint32_t mine) {
-  const FoldView v{dst, weights, fold_out, out, partial, tokens, slots, rows, split, n_w, n_out};
+GMM_DEVICE void fold_walk(const FoldView& v, int n_tiles, int bn, std::uint32_t mine) {
   auto* words = reinterpret_cast<std::uint32_t*>(dynamic_smem());
   const int n_words = (n_tiles + 31) / 32;  // at most THREADS (bind_fold)
   if (thread_x() < static_cast<unsigned>(n_words)) words[thread_x()] = mine;
@@ -85,15 +82,16 @@ GMM_DEVICE void fold_walk(const std::int32_t* dst, const float* weights, std::ui
     for (int b = 0; b < 32; ++b)
       if ((m >> b) & 1u) {
         const int nt = w * 32 + b;
-        fold_columns<BF16, THREADS>(v, nt * bn, min(bn, n_out - nt * bn));
+        fold_columns<BF16, THREADS>(v, nt * bn, min(bn, v.n_out - nt * bn));
       }
   }
 }
 template <bool BF16, int THREADS>
 GMM_DEVICE void fold_tail(const KernelArgs& p, int bn, std::uint32_t mine) {
   if (p.fold.done == nullptr) return;
-  fold_walk<BF16, THREADS>(p.fold.dst, p.fold.weights, p.fold.out, p.out, p.partial, p.fold.tokens, p.fold.slots,
-                           p.rows, p.split, p.n_w, p.n_out, p.n_tiles, bn, mine);
+  const FoldView v{p.fold.dst, p.fold.weights, p.fold.out, p.out, p.partial, p.fold.tokens, p.fold.slots,
+                   p.rows, p.split, p.n_w, p.n_out};
+  fold_walk<BF16, THREADS>(v, p.n_tiles, bn, mine);
 }
 
 }  // namespace moe::gmm::GMM_KERNEL_NAMESPACE
