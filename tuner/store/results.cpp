@@ -346,8 +346,11 @@ json read_results(const std::string& path_or_dir) {
   if (const std::string why = field_type_fault(j.value("meta", json::object()), FieldSet::meta); !why.empty())
     throw bad("meta: " + why);
   if (j.contains("points") && !j["points"].is_array()) throw bad("points is not a list");
-  for (std::size_t i = 0; i < j.value("points", json::array()).size(); ++i) {
-    const json& p = j["points"][i];
+  // By reference: json::value copies, and a copy per point made the check quadratic in the points.
+  const json no_points = json::array();
+  const json& points = j.contains("points") ? j["points"] : no_points;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const json& p = points[i];
     if (!p.is_object()) throw bad("point " + std::to_string(i) + " is not an object");
     if (const std::string why = field_type_fault(p, FieldSet::point); !why.empty())
       throw bad("point " + std::to_string(i) + ": " + why);
