@@ -13,6 +13,7 @@
     markdown.py     the report as a markdown table
     fp8_wgmma.py    the rules every fp8 wgmma kernel must meet (E4M3 warpgroup MMA, TMA, no local memory)
     fp8_encode.py   the rule for kernels that write e4m3 codes (the hardware f32 -> e4m3x2 conversion)
+    layer_kernels.py kernels per layer call by preset, path and token count, and their rules
     gate.py         the CI gate: a report's regressions against a baseline, and those rules
     cli.py          the command line
 

@@ -3,6 +3,7 @@ from . import SCHEMA
 from .configs import config_str
 from .fp8_encode import check_fp8_encode
 from .fp8_wgmma import check_fp8_wgmma
+from .layer_kernels import check_layer_kernels
 from .occupancy import occupancy_of
 from .pdl import missing_waits
 from .w4_decode import check_w4_decode
@@ -90,4 +91,8 @@ def check(base, new):
         n = new.get("router_best", {}).get(p)
         if n and n["per_row"] > b["per_row"] * (1 + LOOP_GROWTH):
             bad.append(f"router best for {p}: {b['per_row']} -> {n['per_row']} warp-instructions per row (> +5%)")
+    if new.get("layer_kernels"):
+        bad += check_layer_kernels(base.get("layer_kernels"), new["layer_kernels"])
+    else:
+        notes.append("no layer kernel counts in the new report (built without the moebench binary)")
     return bad, notes

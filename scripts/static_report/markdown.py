@@ -1,5 +1,6 @@
 """The report as a markdown table (docs/kernel-report.md explains every column)."""
 from .configs import config_str
+from .layer_kernels import markdown_rows
 
 
 def pdl_cell(p):
@@ -51,6 +52,7 @@ def markdown(rep):
                 "| preset | per row | config |", "|---|---|---|"]
         for p, b in rep["router_best"].items():
             out.append(f"| {p} | {b['per_row']} | {config_str(b['config'])} |")
+    out += markdown_rows(rep.get("layer_kernels"))
     if rep["unmapped"]:
         out += ["", "Kernels with no config mapping:", ""] + [f"- `{n}`" for n in rep["unmapped"]]
     return "\n".join(out) + "\n"

@@ -144,4 +144,5 @@ def build_report(build, tools):
         "kernels": kernels,
         "unmapped": sorted(k["name"] for k in kernels if not k["mapped"]),
         "router_best": best_router(kernels, presets),
+        "layer_kernels": static.get("layer_kernels"),
     }

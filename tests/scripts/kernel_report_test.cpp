@@ -532,3 +532,33 @@ TEST(KernelReport, CountsTheReservedSharedMemoryOnce) {
   // Older cubins leave the slice out of SHARED: 1,024 + 27,144 + 1,024 reserved -> 7 per SM.
   EXPECT_EQ(j["without"], json::array({7})) << r.out;
 }
+
+// Kernels per layer call: a folded decode call above three kernels at decode token counts fails
+// whatever the baseline says; a call that launches more than in the baseline, or stops running, fails.
+TEST(KernelReport, GateFailsWhenALayerCallLaunchesMoreKernels) {
+  auto call = [](json& j, const std::string& model, const std::string& path, int tokens) -> json& {
+    for (auto& r : j["layer_kernels"]["rows"])
+      if (r["model"] == model && r["dtype"] == "bf16" && r["path"] == path)
+        for (auto& c : r["calls"])
+          if (c["tokens"] == tokens) return c;
+    throw std::runtime_error("the baseline has no layer_kernels row for " + model + " " + path);
+  };
+  const Proc decode = gate_doctored("layer-decode", [&](json& j) { call(j, "qwen3-30b-a3b", "decode", 8)["kernels"] = 4; });
+  EXPECT_EQ(decode.code, 1) << decode.out;
+  EXPECT_NE(decode.out.find("qwen3-30b-a3b bf16 path=decode at 8 tokens: 4 kernels per call with the fold, above 3"),
+            std::string::npos) << decode.out;
+  const Proc stages = gate_doctored("layer-stages", [&](json& j) {
+    json& c = call(j, "mixtral-8x7b", "stages", 32);
+    c["kernels"] = c["kernels"].get<int>() + 1;
+  });
+  EXPECT_EQ(stages.code, 1) << stages.out;
+  EXPECT_NE(stages.out.find("mixtral-8x7b bf16 path=stages at 32 tokens: 8 -> 9 kernels per call"), std::string::npos)
+      << stages.out;
+  const Proc gone = gate_doctored("layer-invalid", [&](json& j) {
+    json& c = call(j, "deepseek-v3", "decode", 1);
+    c = json{{"tokens", 1}, {"invalid", "planted"}};
+  });
+  EXPECT_EQ(gone.code, 1) << gone.out;
+  EXPECT_NE(gone.out.find("deepseek-v3 bf16 path=decode at 1 tokens: ran in 3 kernels, now invalid: planted"),
+            std::string::npos) << gone.out;
+}

@@ -8,6 +8,7 @@
 #include "moe/family.hpp"
 #include "router/cuda.hpp"
 #include "router/spec.hpp"
+#include "tuner/problem/layer_launches.hpp"
 #include "tuner/problem/models.hpp"
 #include "tuner/problem/problem.hpp"
 
@@ -77,7 +78,8 @@ json kernel_static_inputs() {
           {"max_experts", {{"experts", most}, {"model", model}}},
           {"gmm_tiles", tiles},
           {"wgmma_tiles", wgmma_tiles},
-          {"router", router}};
+          {"router", router},
+          {"layer_kernels", layer_kernels_per_call()}};
 }
 
 }  // namespace moe::tuner

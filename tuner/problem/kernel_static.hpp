@@ -16,7 +16,8 @@ using json = nlohmann::json;
 // block), described rather than detected: the spaces and defaults are host logic.
 DeviceInfo described_hopper(const std::string& name = "sm_90");
 
-// {"schema": "moebench/kernel-static@1", "max_experts": {...}, "gmm_tiles": [...]}
+// {"schema": "moebench/kernel-static@1", "max_experts": {...}, "gmm_tiles": [...], ...,
+//  "layer_kernels": the kernels per layer call (layer_launches.hpp)}
 json kernel_static_inputs();
 
 }  // namespace moe::tuner
