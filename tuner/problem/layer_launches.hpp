@@ -26,8 +26,9 @@ std::vector<LayerLaunch> layer_call_launches(const Params& layer_problem, const 
 // The token counts the report counts at: decode up to the front's limit.
 const std::vector<std::int64_t>& layer_launch_tokens();
 
-// {"tokens": [...], "rows": [{"model", "dtype", "path", "config", "kernels": [per token count],
-//  "ctas": [first kernel's grid per token count], "invalid": reason or absent}, ...]}
+// {"device", "tokens": [...], "rows": [{"model", "dtype", "path", "activation", "calls": [per token
+//  count: {"tokens", "fold_combine", "kernels", "grids": [each launch's CTAs], "not_folded": why}
+//  or {"tokens", "invalid": why}]}, ...]}
 json layer_kernels_per_call();
 
 }  // namespace moe::tuner
