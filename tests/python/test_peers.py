@@ -109,26 +109,36 @@ def records(out):
     return json.loads((out / "results.json").read_text())
 
 
-def test_sweep_under_the_interpreter_writes_vllms_file(tmp_path):
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory):
+    """One sweep of two token counts under the interpreter, shared by the tests that read it (each
+    sweep starts the engine's worker, torch and all, and runs every candidate under the
+    interpreter: tens of seconds). The tests copy what they change."""
     needs_triton()
+    tmp = tmp_path_factory.mktemp("peers-e2e")
     env = engine_env()
-    r, out = sweep(tmp_path, "e2e", env, "--engine-config", str(tmp_path / "cfg"), tokens="2,4")
+    r, out = sweep(tmp, "e2e", env, "--engine-config", str(tmp / "cfg"), tokens="2,4")
     assert r.returncode == 0, r.stdout + r.stderr
+    return r, out, tmp / "cfg", env
+
+
+def test_sweep_under_the_interpreter_writes_vllms_file(e2e):
+    r, out, cfg, _ = e2e
     res = records(out)
     assert res["meta"]["timer"]["mode"] == "triton-interpreter"
     assert res["meta"]["engine"] == "vllm"
     ok = [x for x in res["records"] if x["status"] == "ok"]
     assert ok and all(x["timer"] == "triton-interpreter" and x["stats"]["n"] >= 2 for x in ok)
     assert all(x["validation"]["ok"] for x in ok)
-    files = sorted((tmp_path / "cfg").glob("E=*.json"))
+    files = sorted(cfg.glob("E=*.json"))
     assert [f.name for f in files] == ["E=4,N=32,device_name=cpu.json"], files
     table, how = read_vllm_config(files[0], res, 4, 32)
     print("engine config read by", how)
     assert sorted(table) == [2, 4]
     chosen = {p["tokens"]: p["chosen"]["config"] for p in res["points"]}
-    for m, cfg in table.items():
-        assert cfg == {k: chosen[m][k] for k in CONFIG_KEYS}
-    assert list((tmp_path / "cfg" / "moebench-tables").rglob("*.json"))
+    for m, cfg_m in table.items():
+        assert cfg_m == {k: chosen[m][k] for k in CONFIG_KEYS}
+    assert list((cfg / "moebench-tables").rglob("*.json"))
     assert "engine config: " in r.stdout and "Triton's interpreter" in r.stdout
 
 
@@ -147,19 +157,23 @@ def test_a_wrong_candidate_is_refused_not_timed(tmp_path):
     assert p["chosen"]["config"]["BLOCK_SIZE_K"] == 64
 
 
-def test_resume_measures_only_what_is_missing(tmp_path):
-    needs_triton()
-    env = engine_env()
-    r, out = sweep(tmp_path, "resume", env, tokens="2,4")
-    assert r.returncode == 0, r.stdout + r.stderr
+def test_resume_measures_only_what_is_missing(e2e, tmp_path):
+    _, done, _, env = e2e
+    out = tmp_path / "resume"
+    shutil.copytree(done, out)
     journal = out / "journal.jsonl"
     lines = [json.loads(l) for l in journal.read_text().splitlines()]
     first = [l for l in lines if l.get("type") == "eval" and l.get("point_index") == 0]
     # Cut the journal after the first point: the second was never measured.
-    assert any(l.get("point_index") == 1 for l in lines)
+    assert first and any(l.get("point_index") == 1 for l in lines)
     journal.write_text("".join(json.dumps(l) + "\n" for l in lines if l.get("point_index", 0) == 0))
     (out / "results.json").unlink()
-    r2, _ = sweep(tmp_path, "resume", env, "--resume", tokens="2,4")
+    # The same command as the shared sweep's, with --resume and the copied folder.
+    space_file = tmp_path / "e2e-space.json"
+    space_file.write_text(json.dumps(SPACE))
+    cmd = [exe(), "sweep", "gmm", "--backend", "vllm", *PROBLEM, "--tokens", "2,4", "--space", str(space_file),
+           "--out", str(out), *QUICK, "--resume"]
+    r2 = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     assert r2.returncode == 0, r2.stdout + r2.stderr
     after = [json.loads(l) for l in journal.read_text().splitlines()]
     assert [l for l in after if l.get("type") == "eval" and l.get("point_index") == 0] == first
