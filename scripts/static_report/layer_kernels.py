@@ -16,9 +16,9 @@ def calls(lk):
 
 def check_layer_kernels(base, new):
     """Failures: a folded SwiGLU decode call above DECODE_MAX_KERNELS at T <= DECODE_TOKENS (a
-    rule, whatever the baseline says; gpt-oss's expert function runs gmm kernels with their own
-    schedule kernels, so it is held to its baseline only); a call that launches more kernels than in the baseline, or that
-    ran there and is invalid now."""
+    rule, whatever the baseline says; gpt-oss's biased stages each run a pad-row pass ahead of
+    their gmm, so it is held to its baseline only); a call that launches more kernels than in the
+    baseline, or that ran there and is invalid now."""
     bad = []
     now = calls(new)
     for (model, dtype, path, t), c in sorted(now.items()):

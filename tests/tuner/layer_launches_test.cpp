@@ -4,6 +4,7 @@
 // the decode path's promise (front, up, down at decode token counts) on the presets.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "common/emu_backend.hpp"
@@ -78,6 +79,29 @@ TEST(LayerLaunches, ReportRowsForAPreset) {
     }
   }
   EXPECT_EQ(seen, 4) << "bf16 and fp8, each on both paths";
+}
+
+// The 4-bit checkpoints carry their format in the quantization block, not in dtype: their rows are
+// counted too. Kimi-K2-Thinking's int4 decode call walks the front's tile maps (front, up, down,
+// combine: down does not fold); gpt-oss's mxfp4 adds a pad-row pass per biased stage.
+TEST(LayerLaunches, FourBitPresetsHaveRowsInTheirOwnFormat) {
+  const auto all = moe::tuner::layer_kernels_per_call();
+  std::map<std::string, int> seen;
+  for (const auto& r : all.at("rows")) {
+    const std::string model = r.at("model"), dtype = r.at("dtype");
+    if (!((model == "kimi-k2-thinking" && dtype == "int4") || (model == "gpt-oss-20b" && dtype == "mxfp4"))) continue;
+    ++seen[model];
+    for (const auto& c : r.at("calls")) {
+      const std::int64_t T = c.at("tokens");
+      ASSERT_TRUE(c.contains("kernels")) << r.dump() << " T=" << T;
+      if (r.at("path") != "decode") continue;
+      EXPECT_EQ(c.at("fold_combine"), 0) << model << " T=" << T;
+      EXPECT_NE(c.value("not_folded", "").find("4-bit"), std::string::npos) << c.dump();
+      EXPECT_EQ(c.at("kernels"), model == "kimi-k2-thinking" ? 4 : 6) << model << " T=" << T << " " << c.dump();
+    }
+  }
+  EXPECT_EQ(seen["kimi-k2-thinking"], 2) << "int4 on both paths";
+  EXPECT_EQ(seen["gpt-oss-20b"], 2) << "mxfp4 on both paths";
 }
 
 }  // namespace

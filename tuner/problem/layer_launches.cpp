@@ -1,5 +1,6 @@
 #include "tuner/problem/layer_launches.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "layer/family.hpp"
@@ -97,10 +98,15 @@ json layer_kernels_per_call() {
     const Params model = load_model(name);
     std::vector<std::string> dtypes = {"bf16", "fp8"};
     if (model.has("dtype") && model.s("dtype") != "bf16" && model.s("dtype") != "fp8") dtypes.push_back(model.s("dtype"));
+    // A 4-bit checkpoint (gpt-oss's mxfp4, Kimi-K2-Thinking's int4) says so in its quantization
+    // block, not in dtype: its own format is a row too.
+    if (model.has("quant") && (model.s("quant") == "mxfp4" || model.s("quant") == "int4") &&
+        std::find(dtypes.begin(), dtypes.end(), model.s("quant")) == dtypes.end())
+      dtypes.push_back(model.s("quant"));
     for (const std::string& dtype : dtypes)
       for (const char* path : {"stages", "decode"}) {
-        // The expert function decides which gmm kernels run (gpt-oss's clamped SwiGLU and biases
-        // take kernels that walk no tile map of the front's), so it is part of the row.
+        // The expert function decides which kernels run (gpt-oss's biased stages each add a pass
+        // flagging the padding rows ahead of their gmm), so it is part of the row.
         const std::string act = model.has("activation") ? model.s("activation") : "silu";
         json row = {{"model", name}, {"dtype", dtype}, {"path", path}, {"activation", act}};
         json per = json::array();
